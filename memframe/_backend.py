@@ -76,9 +76,7 @@ def _load(name: str) -> Engine:
         from memframe import _fallback
 
         return Engine(name, _fallback, None, None)
-    raise BackendError(
-        f"{ENV_VAR}={name!r} is not a backend; choose one of {', '.join(BACKENDS)}"
-    )
+    raise BackendError(f"{ENV_VAR}={name!r} is not a backend; choose one of {', '.join(BACKENDS)}")
 
 
 _engines: dict[str, Engine] = {}

@@ -7,4 +7,4 @@ tested against.
 from memframe._fallback.checksum import sha256, sha256_many, xxh3_64, xxh3_128
 from memframe._fallback.tokens import count_tokens
 
-__all__ = ["count_tokens", "sha256", "sha256_many", "xxh3_128", "xxh3_64"]
+__all__ = ["count_tokens", "sha256", "sha256_many", "xxh3_64", "xxh3_128"]

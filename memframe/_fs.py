@@ -1,0 +1,47 @@
+"""Private, atomic file writes: memory and state files are never half-written or world-readable."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; tighten it if it already exists."""
+    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != PRIVATE_DIR_MODE:
+        path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename, fsync dir."""
+    directory = path.parent
+    ensure_private_dir(directory)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:
+    """``atomic_write_bytes`` of the UTF-8 encoding of ``text``."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)

@@ -1,0 +1,269 @@
+"""The plugin manager: built-in layers, entry-point layers, error isolation and tracing.
+
+pluggy stops calling implementations at the first one that raises. memframe wraps every
+implementation at registration so each layer runs, failures are collected per hook call,
+reported through ``on_layer_error`` and the ``memframe`` logger, and in strict mode re-raised
+together as one ``ExceptionGroup``. ``KeyboardInterrupt`` and ``SystemExit`` always propagate.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from memframe import hookspecs
+
+if TYPE_CHECKING:
+    from memframe.session import Session
+
+log = logging.getLogger("memframe")
+
+ENTRY_POINT_GROUP = "memframe"
+ERROR_HOOK = "on_layer_error"
+
+
+class LayerLoadError(RuntimeError):
+    """A layer could not be imported, instantiated or validated."""
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """One loaded layer, as ``memframe plugins`` shows it."""
+
+    name: str
+    origin: str  # "builtin", "entry point" or "explicit"
+    target: str  # dotted path or entry-point value
+    distribution: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class LayerFailure:
+    layer: str
+    hook: str
+    error: Exception
+
+
+class _CallFrame(threading.local):
+    def __init__(self) -> None:
+        self.collectors: list[list[LayerFailure]] = []
+
+
+def _instantiate(target: Any, frame: Any) -> Any:
+    """Modules and objects are layers as they are; a class is instantiated once per frame."""
+    if not inspect.isclass(target):
+        return target
+    cls: Any = target
+    try:
+        takes_frame = bool(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        takes_frame = False
+    return cls(frame) if takes_frame else cls()
+
+
+class LayerManager(pluggy.PluginManager):
+    """One per :class:`~memframe.MemoryFrame`; never a module-level global."""
+
+    def __init__(self, *, strict: bool = False, trace: bool = False) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.strict = strict
+        self.trace_hooks = trace
+        self._calls = _CallFrame()
+        self._infos: dict[str, LayerInfo] = {}
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        registered = super().register(plugin, name)
+        if registered is None:
+            return None
+        for caller in self.get_hookcallers(plugin) or ():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
+                    # pluggy marks HookImpl.function Final; replacing it is how every layer keeps
+                    # running after another one raised (pluggy stops at the first exception).
+                    guarded = self._guard(impl.function, registered, caller.name)
+                    impl.function = guarded  # type: ignore[misc]
+        return registered
+
+    def add_layer(self, target: Any, *, name: str, frame: Any, info: LayerInfo) -> str:
+        if self.is_blocked(name):
+            return name
+        if self.has_plugin(name):
+            raise LayerLoadError(
+                f"two layers are named {name!r} ({info.target} and an earlier one)"
+            )
+        try:
+            layer = _instantiate(target, frame)
+        except Exception as exc:
+            raise LayerLoadError(
+                f"layer {name!r} ({info.target}) failed to start: {exc!r}"
+            ) from exc
+        try:
+            self.register(layer, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise LayerLoadError(f"layer {name!r} ({info.target}) is invalid: {exc}") from exc
+        self._infos[name] = info
+        return name
+
+    def load_dotted(self, dotted: str, *, frame: Any, origin: str = "builtin") -> str:
+        """Load a layer by dotted path: ``pkg.module`` or ``pkg.module:attribute``."""
+        module_name, _, attribute = dotted.partition(":")
+        name = attribute or module_name.rpartition(".")[2]
+        if self.is_blocked(name):
+            return name
+        try:
+            target: Any = importlib.import_module(module_name)
+            if attribute:
+                target = getattr(target, attribute)
+        except Exception as exc:
+            raise LayerLoadError(f"layer {dotted!r} failed to import: {exc!r}") from exc
+        info = LayerInfo(name=name, origin=origin, target=dotted)
+        return self.add_layer(target, name=name, frame=frame, info=info)
+
+    def load_entry_points(
+        self, *, frame: Any, only: Sequence[str] | None = None, group: str = ENTRY_POINT_GROUP
+    ) -> list[str]:
+        """Load third-party layers from the entry-point group; a failing import is an error."""
+        loaded: list[str] = []
+        found: set[str] = set()
+        for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+            found.add(ep.name)
+            if (only is not None and ep.name not in only) or self.is_blocked(ep.name):
+                continue
+            if ep.name in self._infos:
+                continue  # the same distribution seen twice on sys.path
+            dist = ep.dist
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            version = dist.version if dist is not None else None
+            where = f"entry point {ep.name} = {ep.value} from {dist_name or '?'} {version or ''}"
+            try:
+                target = ep.load()
+            except Exception as exc:
+                raise LayerLoadError(
+                    f"memframe layer {ep.name!r} failed to import ({where.strip()}): "
+                    f"{type(exc).__name__}: {exc}. Uninstall it or set "
+                    f"MEMFRAME_DISABLED_PLUGINS={ep.name}"
+                ) from exc
+            info = LayerInfo(ep.name, "entry point", ep.value, dist_name, version)
+            loaded.append(self.add_layer(target, name=ep.name, frame=frame, info=info))
+        missing = sorted(set(only or ()) - found)
+        if missing:
+            raise LayerLoadError(
+                f"MEMFRAME_PLUGINS names layer(s) that are not installed: {', '.join(missing)}"
+            )
+        return loaded
+
+    def check(self) -> None:
+        """pluggy's ``check_pending`` with a memframe error: catches misspelled hook names."""
+        try:
+            self.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise LayerLoadError(str(exc)) from exc
+
+    def layer_infos(self) -> list[LayerInfo]:
+        return [info for name, info in self._infos.items() if self.has_plugin(name)]
+
+    # -- calling -------------------------------------------------------------------------------
+
+    def _guard(self, function: Callable[..., Any], layer: str, hook: str) -> Callable[..., Any]:
+        calls = self._calls
+        trace = self.trace_hooks
+        report_now = self._report_uncollected
+
+        def guarded(*args: Any) -> Any:
+            started = time.perf_counter() if trace else 0.0
+            try:
+                return function(*args)
+            except Exception as exc:
+                failure = LayerFailure(layer, hook, exc)
+                if calls.collectors:
+                    calls.collectors[-1].append(failure)
+                else:
+                    report_now(failure)
+                return None
+            finally:
+                if trace:
+                    micros = (time.perf_counter() - started) * 1e6
+                    print(f"memframe trace: {hook} layer={layer} {micros:.1f}µs", file=sys.stderr)
+
+        guarded.__wrapped__ = function  # type: ignore[attr-defined]
+        return guarded
+
+    def call(self, hook: str, /, **kwargs: Any) -> list[Any]:
+        """Call ``hook`` on every layer; returns the non-None results in layer order.
+
+        Failures are reported with the ``session`` keyword argument, when the hook has one.
+        """
+        caller = getattr(self.hook, hook)
+        collected: list[LayerFailure] = []
+        self._calls.collectors.append(collected)
+        started = time.perf_counter() if self.trace_hooks else 0.0
+        try:
+            results: list[Any] = caller(**kwargs)
+        finally:
+            self._calls.collectors.pop()
+            if self.trace_hooks:
+                micros = (time.perf_counter() - started) * 1e6
+                print(f"memframe trace: {hook} total {micros:.1f}µs", file=sys.stderr)
+        if collected:
+            self.report(collected, kwargs.get("session"))
+        return results
+
+    def report(self, failures: Iterable[LayerFailure], session: Session | None = None) -> None:
+        """Log failures, tell every layer through ``on_layer_error``; strict mode re-raises."""
+        failures = list(failures)
+        for failure in failures:
+            log.error(
+                "memframe layer %r failed in %s: %r",
+                failure.layer,
+                failure.hook,
+                failure.error,
+                exc_info=failure.error,
+            )
+            if failure.hook == ERROR_HOOK:
+                continue  # never report an error handler's error to the error handlers
+            self._notify(failure, session)
+        if self.strict:
+            raise ExceptionGroup(
+                f"{len(failures)} memframe layer failure(s): "
+                + ", ".join(f"{f.layer}.{f.hook}" for f in failures),
+                [f.error for f in failures],
+            )
+
+    def _notify(self, failure: LayerFailure, session: Session | None) -> None:
+        collected: list[LayerFailure] = []
+        self._calls.collectors.append(collected)
+        try:
+            self.hook.on_layer_error(
+                layer=failure.layer, hook=failure.hook, error=failure.error, session=session
+            )
+        finally:
+            self._calls.collectors.pop()
+        for nested in collected:
+            log.error(
+                "memframe layer %r failed in on_layer_error: %r",
+                nested.layer,
+                nested.error,
+                exc_info=nested.error,
+            )
+
+    def _report_uncollected(self, failure: LayerFailure) -> None:
+        # A hook called directly through ``pm.hook`` (not via ``call``): report right away, but
+        # never raise from inside pluggy's loop, so the remaining layers still run.
+        strict, self.strict = self.strict, False
+        try:
+            self.report([failure])
+        finally:
+            self.strict = strict

@@ -1,0 +1,162 @@
+"""Configuration: explicit arguments, then environment variables, then the user settings file, then
+defaults. ``Config.sources`` records where each value came from."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+SETTINGS_FILE = "settings.json"
+
+
+class ConfigError(ValueError):
+    """A setting has the wrong type, or the settings file is not valid JSON."""
+
+
+def _flag(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("", "0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"expected a boolean (1/0, true/false), got {value!r}")
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in value.split(",") if name.strip())
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved settings for one :class:`~memframe.MemoryFrame`.
+
+    :ivar home: the memory base; per-project data lives in ``home/projects/<project>/``.
+    :ivar config_dir: where the user settings file and template overrides live.
+    :ivar strict: re-raise layer failures as ``ExceptionGroup`` (used in tests).
+    :ivar trace_hooks: print every hook call with its duration to stderr.
+    :ivar autoload_plugins: load third-party layers from the ``memframe`` entry-point group.
+    :ivar plugins: when set, only these entry-point layers load.
+    :ivar disabled_plugins: layers (built-in or third-party) that never load.
+    :ivar model: the model backend name.
+    :ivar background_workers: threads for slow layer work.
+    :ivar settings: the whole user settings file, for layers' own keys.
+    """
+
+    home: Path
+    config_dir: Path
+    strict: bool = False
+    trace_hooks: bool = False
+    autoload_plugins: bool = True
+    plugins: tuple[str, ...] | None = None
+    disabled_plugins: tuple[str, ...] = ()
+    model: str = "offline"
+    background_workers: int = 2
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+# setting name -> (environment variable, parser of the env string)
+_ENV: dict[str, tuple[str, Any]] = {
+    "home": ("MEMFRAME_HOME", Path),
+    "strict": ("MEMFRAME_STRICT", _flag),
+    "trace_hooks": ("MEMFRAME_TRACE_HOOKS", _flag),
+    "autoload_plugins": ("MEMFRAME_DISABLE_PLUGIN_AUTOLOAD", lambda v: not _flag(v)),
+    "plugins": ("MEMFRAME_PLUGINS", _names),
+    "disabled_plugins": ("MEMFRAME_DISABLED_PLUGINS", _names),
+    "model": ("MEMFRAME_MODEL", str),
+    "background_workers": ("MEMFRAME_BACKGROUND_WORKERS", int),
+}
+
+
+def default_config_dir(env: Mapping[str, str]) -> Path:
+    if env.get("MEMFRAME_CONFIG_DIR"):
+        return Path(env["MEMFRAME_CONFIG_DIR"]).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
+    return base / "memframe"
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The user settings file as a dict; ``{}`` when it does not exist."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read settings file {path}: {exc}") from exc
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"settings file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"settings file {path} must hold a JSON object, not {type(data).__name__}"
+        )
+    return data
+
+
+def _from_settings(name: str, value: Any, path: Path) -> Any:
+    where = f"{path}: {name!r}"
+    if name == "home":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where} must be a non-empty path string")
+        return Path(value).expanduser()
+    if name in ("strict", "trace_hooks", "autoload_plugins"):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false")
+        return value
+    if name in ("plugins", "disabled_plugins"):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of layer names")
+        return tuple(value)
+    if name == "model":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where} must be a backend name")
+        return value
+    if name == "background_workers":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer")
+        return value
+    return value
+
+
+def load_config(
+    overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Config:
+    """Resolve the configuration: ``overrides`` > environment > user settings file > defaults."""
+    env = os.environ if env is None else env
+    overrides = dict(overrides or {})
+    config_dir = Path(overrides.pop("config_dir", None) or default_config_dir(env))
+    settings_path = config_dir / SETTINGS_FILE
+    settings = read_settings(settings_path)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    unknown = set(overrides) - set(_ENV)
+    if unknown:
+        raise ConfigError(f"unknown configuration option(s): {', '.join(sorted(unknown))}")
+    for name, (var, parse) in _ENV.items():
+        if name in overrides and overrides[name] is not None:
+            values[name], sources[name] = overrides[name], "argument"
+        elif env.get(var, "") != "":
+            try:
+                values[name] = parse(env[var])
+            except (ConfigError, ValueError) as exc:
+                raise ConfigError(f"environment variable {var}: {exc}") from exc
+            sources[name] = f"env {var}"
+        elif name in settings:
+            values[name] = _from_settings(name, settings[name], settings_path)
+            sources[name] = str(settings_path)
+    values.setdefault("home", Path.home() / ".memframe")
+    if values.get("background_workers", 2) < 1:
+        raise ConfigError("background_workers must be at least 1")
+    return Config(
+        config_dir=config_dir,
+        settings=settings,
+        sources=sources,
+        **{**values, "home": Path(values["home"]).expanduser()},
+    )

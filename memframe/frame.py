@@ -1,0 +1,179 @@
+"""``MemoryFrame``: one project's memory, its layers and their plugin manager."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from memframe import _backend
+from memframe._manager import LayerFailure, LayerInfo, LayerManager
+from memframe.config import Config, load_config
+from memframe.executor import BackgroundExecutor
+from memframe.layers import BUILTIN_LAYERS
+from memframe.paths import project_key
+from memframe.session import Session
+
+T = TypeVar("T")
+
+
+class MemoryFrame:
+    """The memory of one project: its configuration, layers and sessions.
+
+    Open it with :func:`memframe.open`. Layers load in this order: built-ins by dotted name,
+    ``extra_layers`` passed by the caller, then third-party layers from the ``memframe``
+    entry-point group; ``check_pending()`` validates them last.
+    """
+
+    def __init__(
+        self,
+        project_dir: Path,
+        config: Config,
+        *,
+        builtin_layers: Sequence[str] = BUILTIN_LAYERS,
+        extra_layers: Sequence[object | tuple[str, object]] = (),
+    ) -> None:
+        self.project_dir = project_dir.resolve()
+        if not self.project_dir.is_dir():
+            raise NotADirectoryError(f"project directory {project_dir} does not exist")
+        self.config = config
+        self.project_key = project_key(self.project_dir)
+        self.project_home = config.home / "projects" / self.project_key
+        self.count_tokens: Callable[[str], int] = _backend.count_tokens
+        self.manager = LayerManager(strict=config.strict, trace=config.trace_hooks)
+        for name in config.disabled_plugins:
+            self.manager.set_blocked(name)
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+        self._background_failures: list[LayerFailure] = []
+        self._executor = BackgroundExecutor(config.background_workers)
+        self.closed = False
+        for dotted in builtin_layers:
+            self.manager.load_dotted(dotted, frame=self)
+        for layer in extra_layers:
+            self.register_layer(*(layer if isinstance(layer, tuple) else (None, layer)))
+        if config.autoload_plugins:
+            self.manager.load_entry_points(frame=self, only=config.plugins)
+        self.manager.check()
+        self.manager.call("on_frame_open", frame=self)
+
+    def register_layer(self, name: str | None, layer: object) -> str:
+        """Add a layer object (or a class, instantiated with this frame) under ``name``."""
+        if isinstance(layer, str):
+            return self.manager.load_dotted(layer, frame=self, origin="explicit")
+        cls = layer if isinstance(layer, type) else type(layer)
+        label = name or getattr(layer, "name", None) or cls.__name__
+        info = LayerInfo(label, "explicit", f"{cls.__module__}:{cls.__qualname__}")
+        return self.manager.add_layer(layer, name=label, frame=self, info=info)
+
+    def layers(self) -> list[LayerInfo]:
+        """Loaded layers with where they came from (and their distribution versions)."""
+        return self.manager.layer_infos()
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def session(self, session_id: str | None = None) -> Session:
+        """Start (or resume, when its state file exists) the session ``session_id``."""
+        if self.closed:
+            raise RuntimeError("this MemoryFrame is closed")
+        with self._lock:
+            if session_id is not None and session_id in self._sessions:
+                return self._sessions[session_id]
+            session = Session(self, session_id)
+            self._sessions[session.id] = session
+        self.manager.call("on_session_start", session=session)
+        return session
+
+    def _forget(self, session: Session) -> None:
+        with self._lock:
+            self._sessions.pop(session.id, None)
+
+    # -- background work -----------------------------------------------------------------------
+
+    def submit_background(
+        self,
+        fn: Callable[[], T],
+        *,
+        name: str,
+        layer: str = "memframe",
+        session: Session | None = None,
+    ) -> Future[T]:
+        """Run ``fn()`` off the agent's path; a failure is reported like a layer's hook failure."""
+
+        def on_error(exc: Exception) -> None:
+            self._report_background(LayerFailure(layer, name, exc), session)
+
+        return self._executor.submit(fn, on_error=on_error)
+
+    def _report_background(self, failure: LayerFailure, session: Session | None) -> None:
+        strict, self.manager.strict = self.manager.strict, False
+        try:
+            self.manager.report([failure], session)
+        finally:
+            self.manager.strict = strict
+        if strict:
+            with self._lock:
+                self._background_failures.append(failure)
+
+    def flush(self, timeout: float | None = 15.0) -> bool:
+        """Wait for all background work; in strict mode re-raise what failed meanwhile."""
+        finished = self._executor.flush(timeout)
+        with self._lock:
+            failures, self._background_failures = self._background_failures, []
+        if failures:
+            raise ExceptionGroup(
+                f"{len(failures)} memframe background task(s) failed: "
+                + ", ".join(f"{f.layer}.{f.hook}" for f in failures),
+                [f.error for f in failures],
+            )
+        return finished
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self, timeout: float | None = 15.0) -> None:
+        """End open sessions, finish background work and tell layers. Idempotent."""
+        if self.closed:
+            return
+        try:
+            for session in list(self._sessions.values()):
+                session.close(timeout=timeout)
+            self.flush(timeout)
+            self.manager.call("on_frame_close", frame=self)
+        finally:
+            self.closed = True
+            self._executor.shutdown(timeout=0)
+
+    def __enter__(self) -> MemoryFrame:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<MemoryFrame {self.project_dir} layers={[i.name for i in self.layers()]}>"
+
+
+def open_frame(
+    project_dir: str | Path = ".",
+    *,
+    layers: Sequence[object | tuple[str, object]] = (),
+    builtin_layers: Sequence[str] | None = None,
+    **options: Any,
+) -> MemoryFrame:
+    """Open the memory of the project at ``project_dir``.
+
+    :param layers: extra layers for this frame: objects, classes, dotted paths or
+        ``(name, layer)`` pairs.
+    :param builtin_layers: replace the built-in layer list (dotted paths); default: all.
+    :param options: configuration overrides (``home``, ``strict``, ``trace_hooks``,
+        ``autoload_plugins``, ``plugins``, ``disabled_plugins``, ``model``, ``config_dir``…).
+    """
+    config = load_config(options)
+    return MemoryFrame(
+        Path(project_dir),
+        config,
+        builtin_layers=BUILTIN_LAYERS if builtin_layers is None else builtin_layers,
+        extra_layers=layers,
+    )

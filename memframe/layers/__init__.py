@@ -1,0 +1,3 @@
+"""Built-in layers, one module each, loaded by dotted name in this order."""
+
+BUILTIN_LAYERS: tuple[str, ...] = ()
