@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memframe._version import __version__
-from memframe.hookspecs import hookimpl, hookspec
 
 if TYPE_CHECKING:
     from memframe._backend import BACKEND
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
     from memframe.context_blocks import ContextBlock
     from memframe.frame import MemoryFrame
     from memframe.frame import open_frame as open
+    from memframe.hookspecs import hookimpl, hookspec
     from memframe.messages import (
         ContentBlock,
         Message,
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from memframe.session import Session
 
 _LAZY = {
+    "hookimpl": ("memframe.hookspecs", "hookimpl"),
+    "hookspec": ("memframe.hookspecs", "hookspec"),
     "BACKEND": ("memframe._backend", "BACKEND"),
     "open": ("memframe.frame", "open_frame"),
     "MemoryFrame": ("memframe.frame", "MemoryFrame"),

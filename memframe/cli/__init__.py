@@ -1,0 +1,79 @@
+"""The ``memframe`` command. Subcommand modules are imported only when they run, so the CLI
+starts fast (``memframe hook`` runs on every agent event)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from memframe._version import __version__
+
+# name -> (module under memframe.cli, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "replay the bundled agent session through every layer"),
+    "replay": ("replay", "replay a Claude Code or Codex transcript through all layers"),
+    "plugins": ("plugins", "list loaded layers and their distributions"),
+}
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A user-facing error: printed as ``memframe: error: …`` with exit code 2."""
+
+
+def _version_text() -> str:
+    from memframe import _backend
+
+    native = (
+        f", native {_backend.NATIVE_VERSION} {_backend.BUILD_PROFILE}"
+        if (_backend.NATIVE_VERSION)
+        else ""
+    )
+    return f"memframe {__version__} (backend {_backend.BACKEND}{native})"
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(_version_text())
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memframe",
+        description="Four-layer memory for AI agents.",
+        epilog="Exit codes: 0 ok, 1 failure (or findings), 2 usage or input error.",
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(f"memframe.cli.{module}").add_arguments(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    module = importlib.import_module(f"memframe.cli.{COMMANDS[args.command][0]}")
+    try:
+        code: int = module.run(args)
+    except CommandError as exc:
+        print(f"memframe: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("memframe: interrupted", file=sys.stderr)
+        return 130
+    return code

@@ -1,0 +1,57 @@
+"""``memframe demo``: the bundled agent session replayed through every layer, offline.
+
+Everything the demo writes stays in one folder (default ``./memframe-demo``): the memory base,
+the config dir and a scratch project, so it never touches the user's real memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DEFAULT_OUT = Path("memframe-demo")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="folder for the demo's files (./memframe-demo)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
+
+
+def bundled_session() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("memframe") / "data" / "demo-session.jsonl"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from memframe._fs import ensure_private_dir
+    from memframe.cli._common import open_frame_from_args
+    from memframe.cli.replay import print_summary, replay_into
+
+    out: Path = args.out.resolve()
+    project = out / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(out / "home")
+    frame_args = argparse.Namespace(project=project, home=out / "home", strict=False)
+    replay_args = argparse.Namespace(
+        transcript=bundled_session(),
+        session="demo",
+        format=None,
+        include_sidechains=False,
+        json=False,
+        quiet=args.quiet,
+    )
+    print("memframe demo: the bundled Claude Code session (MIT, d-kimuson/claude-code-viewer)")
+    print("model backend: offline; every file written stays under", out)
+    with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
+        report = replay_into(frame, replay_args)
+    print_summary(report, frame)
+    print(f"\nfiles: {out}")
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        print(f"  {path.relative_to(out)}  ({path.stat().st_size:,} bytes)")
+    return 1 if report.layer_errors else 0

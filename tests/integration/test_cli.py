@@ -1,0 +1,92 @@
+"""The ``memframe`` command: version, plugins, demo, errors and start-up cost."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import memframe
+
+
+def run_cli(*args: str, cwd: Path, extra_env: dict[str, str] | None = None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
+    if "MEMFRAME_BACKEND" in os.environ:
+        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    env.update({"HOME": str(cwd), "XDG_CONFIG_HOME": str(cwd / "xdg")})
+    env.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "memframe", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_version_names_the_backend(tmp_path):
+    result = run_cli("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    expected_backend = os.environ.get("MEMFRAME_BACKEND") or "native"
+    assert result.stdout.strip().startswith(f"memframe {memframe.__version__} (backend ")
+    assert f"backend {expected_backend}" in result.stdout
+
+
+def test_no_command_prints_help_and_exits_2(tmp_path):
+    result = run_cli(cwd=tmp_path)
+    assert result.returncode == 2
+    assert "replay" in result.stdout and "plugins" in result.stdout
+
+
+def test_unknown_command_is_a_usage_error(tmp_path):
+    result = run_cli("frobnicate", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+def test_plugins_lists_layers_with_distributions(tmp_path):
+    result = run_cli("plugins", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    layers = json.loads(result.stdout)
+    assert isinstance(layers, list)
+    for layer in layers:
+        assert set(layer) == {"name", "origin", "target", "distribution", "version", "hooks"}
+
+
+def test_plugins_reports_a_broken_settings_file_clearly(tmp_path):
+    config = tmp_path / "cfg"
+    config.mkdir()
+    (config / "settings.json").write_text("{not json")
+    result = run_cli("plugins", cwd=tmp_path, extra_env={"MEMFRAME_CONFIG_DIR": str(config)})
+    assert result.returncode == 2
+    assert "settings.json" in result.stderr and "not valid JSON" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
+    out = tmp_path / "demo-out"
+    result = run_cli("demo", "--out", str(out), "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "summary" in result.stdout
+    assert str(out) in result.stdout
+    state = out / "home" / "projects"
+    state_files = list(state.rglob("state.json"))
+    assert len(state_files) == 1
+    assert state_files[0].stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / ".memframe").exists(), "the demo must not touch the real memory base"
+
+
+def test_cli_start_does_not_import_the_runtime():
+    code = (
+        "import sys, memframe.cli as c; c.build_parser(); "
+        "heavy = [m for m in ('pluggy', 'orjson', 'memframe.frame', 'memframe._native') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == ""
