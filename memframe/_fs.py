@@ -12,8 +12,21 @@ PRIVATE_FILE_MODE = 0o600
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700; tighten it if it already exists."""
-    path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    """Create ``path`` with mode 0700, and the parents it needs (also 0700); tighten ``path`` if
+    it already exists. Parents that already exist are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        # ``mode`` is filtered by the umask (and pathlib's ``parents=True`` ignores it for the
+        # parents), so each directory is created one by one and checked below.
+        directory.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        if directory != path and directory.stat().st_mode & 0o777 != PRIVATE_DIR_MODE:
+            directory.chmod(PRIVATE_DIR_MODE)
+    if not missing:
+        path.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)  # not a directory → a clear error
     if path.stat().st_mode & 0o777 != PRIVATE_DIR_MODE:
         path.chmod(PRIVATE_DIR_MODE)
     return path

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from memframe import hookspecs
+from memframe.context_blocks import ContextBlock
 
 if TYPE_CHECKING:
     from memframe.session import Session
@@ -57,6 +58,30 @@ class LayerFailure:
 class _CallFrame(threading.local):
     def __init__(self) -> None:
         self.collectors: list[list[LayerFailure]] = []
+
+
+def _check_context_result(result: Any) -> None:
+    blocks = [result] if isinstance(result, ContextBlock) else result
+    if not isinstance(blocks, list | tuple) or not all(isinstance(b, ContextBlock) for b in blocks):
+        raise TypeError(
+            "collect_context must return a ContextBlock, a list of ContextBlock or None, "
+            f"not {type(result).__name__}: {result!r:.80}"
+        )
+
+
+def _check_compact_result(result: Any) -> None:
+    if not isinstance(result, str):
+        raise TypeError(
+            f"on_pre_compact must return a str or None, not {type(result).__name__}: {result!r:.80}"
+        )
+
+
+# Collection hooks whose results the host uses later: a wrong type is the returning layer's
+# failure (reported like an exception), never a crash in the host.
+_RESULT_CHECKS: dict[str, Callable[[Any], None]] = {
+    "collect_context": _check_context_result,
+    "on_pre_compact": _check_compact_result,
+}
 
 
 def _instantiate(target: Any, frame: Any) -> Any:
@@ -167,6 +192,20 @@ class LayerManager(pluggy.PluginManager):
 
     def check(self) -> None:
         """pluggy's ``check_pending`` with a memframe error: catches misspelled hook names."""
+        # The same test as pluggy's, with the layer's registered name in the message.
+        unspecified = [
+            caller
+            for name, caller in vars(self.hook).items()
+            if not name.startswith("_") and not caller.has_spec()
+        ]
+        for caller in unspecified:
+            for impl in caller.get_hookimpls():
+                if not impl.optionalhook:
+                    raise LayerLoadError(
+                        f"layer {impl.plugin_name!r} implements unknown hook {caller.name!r}: "
+                        "fix the name, or mark it @hookimpl(optionalhook=True) if it is meant "
+                        "for another version of memframe"
+                    )
         try:
             self.check_pending()
         except pluggy.PluginValidationError as exc:
@@ -182,10 +221,16 @@ class LayerManager(pluggy.PluginManager):
         trace = self.trace_hooks
         report_now = self._report_uncollected
 
-        def guarded(*args: Any) -> Any:
+        check = _RESULT_CHECKS.get(hook)
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            # pluggy passes parameters that declare a default as keywords.
             started = time.perf_counter() if trace else 0.0
             try:
-                return function(*args)
+                result = function(*args, **kwargs)
+                if check is not None and result is not None:
+                    check(result)
+                return result
             except Exception as exc:
                 failure = LayerFailure(layer, hook, exc)
                 if calls.collectors:
@@ -221,8 +266,18 @@ class LayerManager(pluggy.PluginManager):
             self.report(collected, kwargs.get("session"))
         return results
 
-    def report(self, failures: Iterable[LayerFailure], session: Session | None = None) -> None:
-        """Log failures, tell every layer through ``on_layer_error``; strict mode re-raises."""
+    def report(
+        self,
+        failures: Iterable[LayerFailure],
+        session: Session | None = None,
+        *,
+        reraise: bool | None = None,
+    ) -> None:
+        """Log failures, tell every layer through ``on_layer_error``; strict mode re-raises.
+
+        :param reraise: override ``strict`` for this report only (``False`` for failures that
+            must not raise where they are reported, e.g. on a background thread).
+        """
         failures = list(failures)
         for failure in failures:
             log.error(
@@ -235,7 +290,7 @@ class LayerManager(pluggy.PluginManager):
             if failure.hook == ERROR_HOOK:
                 continue  # never report an error handler's error to the error handlers
             self._notify(failure, session)
-        if self.strict:
+        if self.strict if reraise is None else reraise:
             raise ExceptionGroup(
                 f"{len(failures)} memframe layer failure(s): "
                 + ", ".join(f"{f.layer}.{f.hook}" for f in failures),
@@ -262,8 +317,4 @@ class LayerManager(pluggy.PluginManager):
     def _report_uncollected(self, failure: LayerFailure) -> None:
         # A hook called directly through ``pm.hook`` (not via ``call``): report right away, but
         # never raise from inside pluggy's loop, so the remaining layers still run.
-        strict, self.strict = self.strict, False
-        try:
-            self.report([failure])
-        finally:
-            self.strict = strict
+        self.report([failure], reraise=False)

@@ -100,9 +100,11 @@ def read_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _from_settings(name: str, value: Any, path: Path) -> Any:
-    where = f"{path}: {name!r}"
+def _checked(name: str, value: Any, where: str) -> Any:
+    """``value`` for setting ``name`` from the settings file or an argument, type-checked."""
     if name == "home":
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where} must be a non-empty path string")
         return Path(value).expanduser()
@@ -111,7 +113,7 @@ def _from_settings(name: str, value: Any, path: Path) -> Any:
             raise ConfigError(f"{where} must be true or false")
         return value
     if name in ("plugins", "disabled_plugins"):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where} must be a list of layer names")
         return tuple(value)
     if name == "model":
@@ -141,7 +143,8 @@ def load_config(
         raise ConfigError(f"unknown configuration option(s): {', '.join(sorted(unknown))}")
     for name, (var, parse) in _ENV.items():
         if name in overrides and overrides[name] is not None:
-            values[name], sources[name] = overrides[name], "argument"
+            values[name] = _checked(name, overrides[name], f"argument {name!r}")
+            sources[name] = "argument"
         elif env.get(var, "") != "":
             try:
                 values[name] = parse(env[var])
@@ -149,7 +152,7 @@ def load_config(
                 raise ConfigError(f"environment variable {var}: {exc}") from exc
             sources[name] = f"env {var}"
         elif name in settings:
-            values[name] = _from_settings(name, settings[name], settings_path)
+            values[name] = _checked(name, settings[name], f"{settings_path}: {name!r}")
             sources[name] = str(settings_path)
     values.setdefault("home", Path.home() / ".memframe")
     if values.get("background_workers", 2) < 1:

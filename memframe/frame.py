@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 from memframe import _backend
@@ -63,6 +64,10 @@ class MemoryFrame:
         """Add a layer object (or a class, instantiated with this frame) under ``name``."""
         if isinstance(layer, str):
             return self.manager.load_dotted(layer, frame=self, origin="explicit")
+        if isinstance(layer, ModuleType):
+            label = name or layer.__name__.rpartition(".")[2]
+            info = LayerInfo(label, "explicit", layer.__name__)
+            return self.manager.add_layer(layer, name=label, frame=self, info=info)
         cls = layer if isinstance(layer, type) else type(layer)
         label = name or getattr(layer, "name", None) or cls.__name__
         info = LayerInfo(label, "explicit", f"{cls.__module__}:{cls.__qualname__}")
@@ -108,12 +113,10 @@ class MemoryFrame:
         return self._executor.submit(fn, on_error=on_error)
 
     def _report_background(self, failure: LayerFailure, session: Session | None) -> None:
-        strict, self.manager.strict = self.manager.strict, False
-        try:
-            self.manager.report([failure], session)
-        finally:
-            self.manager.strict = strict
-        if strict:
+        # Never raise on the worker thread (and never flip ``manager.strict``, which hooks on
+        # other threads read meanwhile): strict mode re-raises from ``flush`` instead.
+        self.manager.report([failure], session, reraise=False)
+        if self.manager.strict:
             with self._lock:
                 self._background_failures.append(failure)
 
@@ -136,14 +139,30 @@ class MemoryFrame:
         """End open sessions, finish background work and tell layers. Idempotent."""
         if self.closed:
             return
+        # Every step runs even when an earlier one raised (strict mode): one failing layer must
+        # not leave other sessions open or skip ``on_frame_close``. Errors are re-raised after.
+        errors: list[Exception] = []
         try:
             for session in list(self._sessions.values()):
-                session.close(timeout=timeout)
-            self.flush(timeout)
-            self.manager.call("on_frame_close", frame=self)
+                try:
+                    session.close(timeout=timeout)
+                except Exception as exc:
+                    errors.append(exc)
+            try:
+                self.flush(timeout)
+            except Exception as exc:
+                errors.append(exc)
+            try:
+                self.manager.call("on_frame_close", frame=self)
+            except Exception as exc:
+                errors.append(exc)
         finally:
             self.closed = True
             self._executor.shutdown(timeout=0)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            raise ExceptionGroup("memframe frame close failed", errors)
 
     def __enter__(self) -> MemoryFrame:
         return self

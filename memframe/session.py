@@ -159,13 +159,17 @@ class Session:
         """Flush background work, tell layers the session ended and save its state. Idempotent."""
         if self.closed:
             return
-        self.flush(timeout)
         try:
-            self._call("on_session_end", session=self, reason=reason)
+            # In strict mode flush raises the failures of background work: the session still
+            # ends (layers are told, state is saved) before they propagate.
+            self.flush(timeout)
         finally:
-            self.closed = True
-            self.state.save()
-            self.frame._forget(self)
+            try:
+                self._call("on_session_end", session=self, reason=reason)
+            finally:
+                self.closed = True
+                self.state.save()
+                self.frame._forget(self)
 
     def __enter__(self) -> Session:
         return self

@@ -37,13 +37,23 @@ class SessionState:
             if not isinstance(data, dict):
                 raise ValueError(f"top level is {type(data).__name__}, not an object")
         except ValueError as exc:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            aside = self._aside_path()
             self.path.rename(aside)
             log.warning(
                 "session state %s was unreadable (%s); kept it as %s", self.path, exc, aside
             )
             return {}
         return data
+
+    def _aside_path(self) -> Path:
+        """A free ``state.json.corrupt-<time>[-n]`` name: an earlier kept file is never replaced."""
+        stem = f"{self.path.name}.corrupt-{int(time.time())}"
+        aside = self.path.with_name(stem)
+        number = 0
+        while aside.exists() or aside.is_symlink():
+            number += 1
+            aside = self.path.with_name(f"{stem}-{number}")
+        return aside
 
     def section(self, name: str) -> dict[str, Any]:
         """The mutable dict of one layer (created empty); call :meth:`save` after changing it."""

@@ -1,0 +1,56 @@
+"""Shared fixtures: environment isolation and frames built on ``memframe.testing``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memframe.frame import MemoryFrame
+from memframe.testing import open_test_frame
+
+# CI runs the whole suite a second time with MEMFRAME_BACKEND=python: that one variable is kept.
+KEPT_ENV_VARS = frozenset({"MEMFRAME_BACKEND"})
+
+
+@pytest.fixture
+def fake_home(tmp_path) -> Path:
+    """The home directory every test runs with (``$HOME``; ``$XDG_CONFIG_HOME`` is in it)."""
+    home = tmp_path / "user-home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
+    """No test sees the developer's MEMFRAME_* settings or touches the real home directory."""
+    for name in list(os.environ):
+        if name.startswith("MEMFRAME_") and name not in KEPT_ENV_VARS:
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(fake_home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
+
+
+@pytest.fixture
+def frame_factory(tmp_path) -> Iterator[Callable[..., MemoryFrame]]:
+    """Open strict test frames in ``tmp_path`` (shared home: a second frame sees the first's
+    state); every frame still open at teardown is closed."""
+    opened: list[MemoryFrame] = []
+
+    def factory(*, layers: Any = (), **options: Any) -> MemoryFrame:
+        frame = open_test_frame(tmp_path, layers=layers, **options)
+        opened.append(frame)
+        return frame
+
+    yield factory
+    for frame in opened:
+        frame.close()
+
+
+@pytest.fixture
+def tmp_frame(frame_factory) -> MemoryFrame:
+    """A strict frame with no layers, isolated in ``tmp_path``."""
+    return frame_factory()
