@@ -135,5 +135,7 @@ BUILD_PROFILE: Final[str | None] = _active.build_profile
 sha256 = _active.module.sha256
 sha256_many = _active.module.sha256_many
 xxh3_64 = _active.module.xxh3_64
+xxh3_64_many = _active.module.xxh3_64_many
 xxh3_128 = _active.module.xxh3_128
+xxh3_128_many = _active.module.xxh3_128_many
 count_tokens = _active.module.count_tokens

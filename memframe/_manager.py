@@ -90,9 +90,14 @@ def _instantiate(target: Any, frame: Any) -> Any:
         return target
     cls: Any = target
     try:
-        takes_frame = bool(inspect.signature(cls).parameters)
+        parameters = list(inspect.signature(cls).parameters.values())
     except (TypeError, ValueError):
-        takes_frame = False
+        parameters = []
+    # Only a required first positional parameter receives the frame: ``__init__(self, frame)``.
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    takes_frame = bool(parameters) and (
+        parameters[0].kind in positional and parameters[0].default is inspect.Parameter.empty
+    )
     return cls(frame) if takes_frame else cls()
 
 
@@ -113,9 +118,25 @@ class LayerManager(pluggy.PluginManager):
         registered = super().register(plugin, name)
         if registered is None:
             return None
-        for caller in self.get_hookcallers(plugin) or ():
+        callers = list(self.get_hookcallers(plugin) or ())
+        wrappers = [
+            caller.name
+            for caller in callers
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper)
+        ]
+        if wrappers:
+            # A wrapper's exception cannot be isolated (it surrounds the other layers), so a
+            # layer that could crash the host through one is refused.
+            self.unregister(plugin)
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"layer {registered!r} uses a hook wrapper for {', '.join(wrappers)}; memframe "
+                "layers implement hooks directly (use tryfirst/trylast to order them)",
+            )
+        for caller in callers:
             for impl in caller.get_hookimpls():
-                if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
+                if impl.plugin is plugin:
                     # pluggy marks HookImpl.function Final; replacing it is how every layer keeps
                     # running after another one raised (pluggy stops at the first exception).
                     guarded = self._guard(impl.function, registered, caller.name)
@@ -247,7 +268,8 @@ class LayerManager(pluggy.PluginManager):
         return guarded
 
     def call(self, hook: str, /, **kwargs: Any) -> list[Any]:
-        """Call ``hook`` on every layer; returns the non-None results in layer order.
+        """Call ``hook`` on every layer; returns the non-None results in call order (pluggy's:
+        the most recently loaded layer first, adjusted by ``tryfirst``/``trylast``).
 
         Failures are reported with the ``session`` keyword argument, when the hook has one.
         """

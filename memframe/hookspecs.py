@@ -112,7 +112,7 @@ def on_pre_compact(session: Session) -> str | None:
     :param session: the session about to be compacted.
     :return: text that should replace the old history (e.g. session notes), or ``None``.
 
-    All results are collected, in layer order.
+    All results are collected, in call order (most recently loaded layer first).
     """
 
 
@@ -136,7 +136,7 @@ def collect_context(session: Session, prompt: str | None) -> list[ContextBlock] 
     :param prompt: the user's current prompt, when known (used to select relevant memories).
     :return: a list of :class:`~memframe.ContextBlock` (or ``None`` for nothing).
 
-    All results are collected; ``session.context()`` joins them in layer order.
+    All results are collected; ``session.context()`` joins them in call order.
     """
 
 

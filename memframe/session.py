@@ -132,7 +132,7 @@ class Session:
     # -- context -------------------------------------------------------------------------------
 
     def context_blocks(self, prompt: str | None = None) -> list[ContextBlock]:
-        """Every block the layers want in the prompt, in layer order."""
+        """Every block the layers want in the prompt, in call order."""
         self._check_open()
         blocks: list[ContextBlock] = []
         for result in self._call("collect_context", session=self, prompt=prompt):

@@ -54,3 +54,28 @@ def frame_factory(tmp_path) -> Iterator[Callable[..., MemoryFrame]]:
 def tmp_frame(frame_factory) -> MemoryFrame:
     """A strict frame with no layers, isolated in ``tmp_path``."""
     return frame_factory()
+
+
+# Hypothesis: the default profile keeps the suite fast; MEMFRAME_HYPOTHESIS=thorough runs the big
+# differential campaigns (≥ 100k examples in all) that the closing notes quote.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "default", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "thorough", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck)
+)
+settings.load_profile(os.environ.get("MEMFRAME_HYPOTHESIS", "default"))
+
+
+def _engines() -> list[str]:
+    from memframe import _backend
+
+    return _backend.available_engines()
+
+
+@pytest.fixture(params=_engines())
+def engine(request) -> str:
+    """Every scanning/checksum engine that loads here: native, hyperscan, python."""
+    return str(request.param)

@@ -1,10 +1,26 @@
 """Pure-Python twin of ``memframe._native``: same names, same results.
 
 Used by the ``python`` and ``hyperscan`` backends, and as the reference the native code is
-tested against.
+tested against. The scanner engines live in ``memframe._fallback.scan`` and
+``memframe._hyperscan``.
 """
 
-from memframe._fallback.checksum import sha256, sha256_many, xxh3_64, xxh3_128
+from memframe._fallback.checksum import (
+    sha256,
+    sha256_many,
+    xxh3_64,
+    xxh3_64_many,
+    xxh3_128,
+    xxh3_128_many,
+)
 from memframe._fallback.tokens import count_tokens
 
-__all__ = ["count_tokens", "sha256", "sha256_many", "xxh3_64", "xxh3_128"]
+__all__ = [
+    "count_tokens",
+    "sha256",
+    "sha256_many",
+    "xxh3_64",
+    "xxh3_64_many",
+    "xxh3_128",
+    "xxh3_128_many",
+]

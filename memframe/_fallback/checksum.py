@@ -20,9 +20,26 @@ def sha256(data: str | bytes) -> str:
     return "sha256:" + hashlib.sha256(_as_bytes(data)).hexdigest()
 
 
-def sha256_many(texts: list[str]) -> list[str]:
-    """``sha256`` of every entry."""
-    return [sha256(t) for t in texts]
+def _entries(items: object) -> list[str | bytes]:
+    # Same contract as the native batch functions: a list or tuple of str/bytes.
+    if not isinstance(items, list | tuple):
+        raise TypeError(f"expected a list or tuple of str or bytes, got {type(items).__name__}")
+    return list(items)
+
+
+def sha256_many(items: list[str | bytes], threads: int | None = None) -> list[str]:
+    """``sha256`` of every entry (``threads`` is accepted for parity with the native engine)."""
+    return [sha256(item) for item in _entries(items)]
+
+
+def xxh3_64_many(items: list[str | bytes], threads: int | None = None) -> list[int]:
+    """``xxh3_64`` of every entry."""
+    return [xxh3_64(item) for item in _entries(items)]
+
+
+def xxh3_128_many(items: list[str | bytes], threads: int | None = None) -> list[int]:
+    """``xxh3_128`` of every entry."""
+    return [xxh3_128(item) for item in _entries(items)]
 
 
 def xxh3_64(data: str | bytes) -> int:

@@ -62,13 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(args_list)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_USAGE
-    module = importlib.import_module(f"memframe.cli.{COMMANDS[args.command][0]}")
     try:
+        if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
+            plugin_code = _run_plugin_command(args_list[0], args_list[1:])
+            if plugin_code is not None:
+                return plugin_code
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        module = importlib.import_module(f"memframe.cli.{COMMANDS[args.command][0]}")
         code: int = module.run(args)
     except CommandError as exc:
         print(f"memframe: error: {exc}", file=sys.stderr)
@@ -76,4 +80,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memframe: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        from memframe._backend import BackendError
+
+        if isinstance(exc, BackendError):
+            print(f"memframe: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
     return code
+
+
+def _run_plugin_command(name: str, rest: list[str]) -> int | None:
+    """Run a subcommand a layer registered through ``register_commands``; None if none did."""
+    from memframe.cli._common import open_frame_from_args
+
+    found: dict[str, tuple[str, object, object]] = {}
+
+    def register(command: str, help: str, add_arguments: object, run: object) -> None:
+        if command in COMMANDS or command in found:
+            raise CommandError(
+                f"a layer registered the command {command!r} twice or over a built-in"
+            )
+        found[command] = (help, add_arguments, run)
+
+    frame_args = argparse.Namespace(project=".", home=None, strict=False)
+    with open_frame_from_args(frame_args) as frame:
+        frame.manager.call("register_commands", register=register)
+    if name not in found:
+        return None
+    help_text, add_arguments, run = found[name]
+    parser = argparse.ArgumentParser(prog=f"memframe {name}", description=help_text)
+    if callable(add_arguments):
+        add_arguments(parser)
+    if not callable(run):
+        raise CommandError(f"the command {name!r} has no callable run()")
+    code = run(parser.parse_args(rest))
+    return int(code or 0)

@@ -324,12 +324,14 @@ def to_python_regex(pattern: str) -> str:
 
 
 def shannon_entropy(data: str | bytes) -> float:
-    """Shannon entropy in bits per byte of ``data`` (a ``str`` is measured over its UTF-8 bytes)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    """Shannon entropy in bits per byte of ``data`` (a ``str`` is measured over its UTF-8 bytes,
+    invalid bytes kept by ``surrogateescape``). Terms are summed in ascending byte order, the
+    order the native engine uses, so every engine computes the same float."""
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
     if not raw:
         return 0.0
     n = len(raw)
-    return -sum(c / n * math.log2(c / n) for c in Counter(raw).values())
+    return -sum(c / n * math.log2(c / n) for _, c in sorted(Counter(raw).items()))
 
 
 # -- data model -----------------------------------------------------------------------------------
@@ -346,11 +348,17 @@ class Allowlist:
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(to_python_regex(r), re.ASCII) for r in self.regexes)
 
+    @cached_property
+    def _stopword_bytes(self) -> tuple[bytes, ...]:
+        return tuple(w.lower().encode("utf-8") for w in self.stopwords)
+
     def allows(self, secret: str) -> bool:
-        """True when ``secret`` is allow-listed, i.e. the finding must be dropped."""
-        lowered = secret.lower()
-        if any(word in lowered for word in self.stopwords):
-            return True
+        """True when ``secret`` is allow-listed, i.e. the finding must be dropped. Stopwords are
+        compared ASCII-case-insensitively on UTF-8 bytes (as the native engine does)."""
+        if self.stopwords:
+            lowered = secret.encode("utf-8", "surrogateescape").lower()
+            if any(word in lowered for word in self._stopword_bytes):
+                return True
         return any(p.search(secret) is not None for p in self.patterns)
 
     def __bool__(self) -> bool:

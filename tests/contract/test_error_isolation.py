@@ -477,3 +477,32 @@ def test_background_failure_does_not_disable_strict_mode_of_concurrent_calls(fra
         release.set()
     with pytest.raises(ExceptionGroup):
         session.flush(timeout=10)
+
+
+def test_hook_wrappers_are_refused_at_load(tmp_path):
+    from memframe import LayerLoadError, hookimpl
+    from memframe.testing import open_test_frame
+
+    class Wrapping:
+        @hookimpl(wrapper=True)
+        def on_message(self, session, message):
+            return (yield)
+
+    with pytest.raises(LayerLoadError, match="hook wrapper for on_message"):
+        open_test_frame(tmp_path, layers=[("wrapping", Wrapping())])
+
+
+def test_a_class_gets_the_frame_only_through_a_required_first_parameter(tmp_path):
+    from memframe.testing import open_test_frame
+
+    class Optional:
+        def __init__(self, path=None):
+            self.path = path
+
+    class Required:
+        def __init__(self, frame):
+            self.frame = frame
+
+    with open_test_frame(tmp_path, layers=[("optional", Optional), ("required", Required)]) as f:
+        assert f.manager.get_plugin("optional").path is None
+        assert f.manager.get_plugin("required").frame is f

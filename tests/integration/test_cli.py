@@ -90,3 +90,41 @@ def test_cli_start_does_not_import_the_runtime():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == ""
+
+
+def _fake_distribution(root: Path) -> Path:
+    """A distribution on disk whose layer registers a `hello` command through the entry point."""
+    site = root / "site"
+    dist_info = site / "memframe_hello-0.3.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: memframe-hello\nVersion: 0.3.0\n"
+    )
+    (dist_info / "entry_points.txt").write_text("[memframe]\nhello = memframe_hello\n")
+    (site / "memframe_hello.py").write_text(
+        "import memframe\n\n"
+        "def _add(parser):\n    parser.add_argument('--name', default='world')\n\n"
+        "def _run(args):\n    print(f'hello {args.name}')\n    return 3\n\n"
+        "@memframe.hookimpl\n"
+        "def register_commands(register):\n    register('hello', 'say hello', _add, _run)\n"
+    )
+    return site
+
+
+def test_a_layer_can_add_a_subcommand(tmp_path):
+    site = _fake_distribution(tmp_path)
+    result = run_cli(
+        "hello", "--name", "memframe", cwd=tmp_path, extra_env={"PYTHONPATH": str(site)}
+    )
+    assert result.stdout.strip() == "hello memframe"
+    assert result.returncode == 3
+    unknown = run_cli("goodbye", cwd=tmp_path, extra_env={"PYTHONPATH": str(site)})
+    assert unknown.returncode == 2
+    assert "invalid choice" in unknown.stderr
+
+
+def test_a_bad_backend_name_is_a_clear_error(tmp_path):
+    result = run_cli("--version", cwd=tmp_path, extra_env={"MEMFRAME_BACKEND": "turbo"})
+    assert result.returncode == 2
+    assert "turbo" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -4,6 +4,8 @@
 //! `memframe/_fallback` holds a pure-Python twin that must return identical results.
 
 pub mod checksum;
+pub mod parallel;
+pub mod scan;
 pub mod tokens;
 
 /// Version of the core crate; the glue crate reports it so Python can check it matches the package.

@@ -1,55 +1,224 @@
-//! pyo3 glue: exposes memframe-core as `memframe._native`. No logic lives here; bulk calls
-//! copy their inputs to Rust-owned memory and release the GIL while the core works.
+//! pyo3 glue: exposes memframe-core as `memframe._native`. No logic lives here. Inputs are
+//! borrowed from the Python objects (str as its cached UTF-8, bytes as they are) and bulk calls
+//! release the GIL while the core works.
 
-use memframe_core::{checksum, tokens};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use memframe_core::scan::{Finding, Scanner};
+use memframe_core::{checksum, parallel, tokens};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+use rayon::prelude::*;
 
-/// `"sha256:<hex>"` of the UTF-8 encoding of `text` (a str) or of `data` (bytes).
+/// Borrow a str's UTF-8 or a bytes object's buffer.
+fn as_bytes<'a>(data: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
+    if let Ok(text) = data.cast::<PyString>() {
+        // A str with lone surrogates raises UnicodeEncodeError, like str.encode("utf-8").
+        return text.to_str().map(str::as_bytes);
+    }
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        return Ok(bytes.as_bytes());
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected str or bytes, got {}",
+        data.get_type().name()?
+    )))
+}
+
+fn all_bytes<'a>(items: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<&'a [u8]>> {
+    items.iter().map(as_bytes).collect()
+}
+
+/// `"sha256:<hex>"` of the UTF-8 encoding of a str, or of bytes.
 #[pyfunction]
 fn sha256(data: &Bound<'_, PyAny>) -> PyResult<String> {
-    with_bytes(data, checksum::sha256_tagged)
+    Ok(checksum::sha256_tagged(as_bytes(data)?))
 }
 
 /// xxh3-64 (seed 0) of a str's UTF-8 encoding or of bytes.
 #[pyfunction]
 fn xxh3_64(data: &Bound<'_, PyAny>) -> PyResult<u64> {
-    with_bytes(data, checksum::xxh3_64)
+    Ok(checksum::xxh3_64(as_bytes(data)?))
 }
 
 /// xxh3-128 (seed 0) of a str's UTF-8 encoding or of bytes.
 #[pyfunction]
 fn xxh3_128(data: &Bound<'_, PyAny>) -> PyResult<u128> {
-    with_bytes(data, checksum::xxh3_128)
+    Ok(checksum::xxh3_128(as_bytes(data)?))
 }
 
-/// `sha256` of every entry, computed with the GIL released.
+fn batch<T: Send>(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyAny>>,
+    threads: Option<usize>,
+    f: impl Fn(&[u8]) -> T + Sync + Send,
+) -> PyResult<Vec<T>> {
+    let slices = all_bytes(&items)?;
+    Ok(py.detach(|| {
+        parallel::with_threads(threads, || slices.par_iter().map(|s| f(s)).collect())
+    }))
+}
+
+/// `sha256` of every entry, in parallel with the GIL released.
 #[pyfunction]
-fn sha256_many(py: Python<'_>, texts: Vec<String>) -> Vec<String> {
-    py.detach(|| {
-        texts
-            .iter()
-            .map(|t| checksum::sha256_tagged(t.as_bytes()))
-            .collect()
-    })
+#[pyo3(signature = (items, threads=None))]
+fn sha256_many(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<String>> {
+    batch(py, items, threads, checksum::sha256_tagged)
+}
+
+/// `xxh3_64` of every entry, in parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (items, threads=None))]
+fn xxh3_64_many(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u64>> {
+    batch(py, items, threads, checksum::xxh3_64)
+}
+
+/// `xxh3_128` of every entry, in parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (items, threads=None))]
+fn xxh3_128_many(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u128>> {
+    batch(py, items, threads, checksum::xxh3_128)
 }
 
 /// Estimated token count of `text`.
 #[pyfunction]
-fn count_tokens(text: &str) -> u64 {
-    tokens::count_tokens(text)
+fn count_tokens(text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if !text.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "expected str, got {}",
+            text.get_type().name()?
+        )));
+    }
+    Ok(tokens::count_tokens(text.cast::<PyString>()?.to_str()?))
 }
 
-fn with_bytes<T>(data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> T) -> PyResult<T> {
-    if let Ok(text) = data.cast::<pyo3::types::PyString>() {
-        return Ok(f(text.to_str()?.as_bytes()));
+/// `count_tokens` of every entry, in parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (texts, threads=None))]
+fn count_tokens_many(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyAny>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<u64>> {
+    if let Some(bad) = texts.iter().find(|t| !t.is_instance_of::<PyString>()) {
+        return Err(PyTypeError::new_err(format!(
+            "expected str, got {}",
+            bad.get_type().name()?
+        )));
     }
-    if let Ok(bytes) = data.cast::<pyo3::types::PyBytes>() {
-        return Ok(f(bytes.as_bytes()));
+    batch(py, texts, threads, |bytes| {
+        std::str::from_utf8(bytes).map_or(0, tokens::count_tokens)
+    })
+}
+
+type FindingTuple = (usize, usize, usize, usize, usize, usize);
+
+fn finding_tuple(f: &Finding) -> FindingTuple {
+    (f.rule, f.start, f.end, f.secret_start, f.secret_end, f.line)
+}
+
+/// A compiled rule set: one Vectorscan database plus one regex per rule.
+#[pyclass(frozen, name = "Scanner", module = "memframe._native")]
+struct PyScanner {
+    inner: Arc<Scanner>,
+}
+
+#[pymethods]
+impl PyScanner {
+    #[new]
+    fn new(py: Python<'_>, rules_json: &str) -> PyResult<Self> {
+        let json = rules_json.to_owned();
+        let scanner = py
+            .detach(move || Scanner::from_json(&json))
+            .map_err(PyValueError::new_err)?;
+        Ok(Self {
+            inner: Arc::new(scanner),
+        })
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "expected str or bytes, got {}",
-        data.get_type().name()?
-    )))
+
+    #[getter]
+    fn rule_count(&self) -> usize {
+        self.inner.rule_count()
+    }
+
+    /// Every finding as `(rule, start, end, secret_start, secret_end, line)`.
+    fn find(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<FindingTuple>> {
+        let data = as_bytes(text)?;
+        let scanner = &self.inner;
+        Ok(py.detach(|| scanner.find(data).iter().map(finding_tuple).collect()))
+    }
+
+    /// Indices of the rules with a finding, in rule order.
+    fn scan(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+        let data = as_bytes(text)?;
+        let scanner = &self.inner;
+        Ok(py.detach(|| scanner.scan(data)))
+    }
+
+    #[pyo3(signature = (texts, threads=None))]
+    fn find_many(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<FindingTuple>>> {
+        let slices = all_bytes(&texts)?;
+        let scanner = &self.inner;
+        Ok(py.detach(|| {
+            scanner
+                .find_many(&slices, threads)
+                .iter()
+                .map(|found| found.iter().map(finding_tuple).collect())
+                .collect()
+        }))
+    }
+
+    #[pyo3(signature = (texts, threads=None))]
+    fn scan_many(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<usize>>> {
+        let slices = all_bytes(&texts)?;
+        let scanner = &self.inner;
+        Ok(py.detach(|| scanner.scan_many(&slices, threads)))
+    }
+
+    /// Per path: `(findings, None)` or `([], error message)`.
+    #[pyo3(signature = (paths, threads=None))]
+    fn find_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        threads: Option<usize>,
+    ) -> Vec<(Vec<FindingTuple>, Option<String>)> {
+        let scanner = &self.inner;
+        py.detach(|| {
+            scanner
+                .find_files(&paths, threads)
+                .into_iter()
+                .map(|result| match result {
+                    Ok(found) => (found.iter().map(finding_tuple).collect(), None),
+                    Err(error) => (Vec::new(), Some(error)),
+                })
+                .collect()
+        })
+    }
 }
 
 #[pymodule]
@@ -63,7 +232,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(xxh3_64, m)?)?;
+    m.add_function(wrap_pyfunction!(xxh3_64_many, m)?)?;
     m.add_function(wrap_pyfunction!(xxh3_128, m)?)?;
+    m.add_function(wrap_pyfunction!(xxh3_128_many, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(count_tokens_many, m)?)?;
+    m.add_class::<PyScanner>()?;
     Ok(())
 }

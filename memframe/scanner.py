@@ -1,0 +1,245 @@
+"""Secret scanning: ``scan``, ``find``, ``redact`` and their batch forms, on every engine.
+
+    import memframe
+
+    memframe.scan("aws_access_key_id = AKIA...")      # -> [SecretMatch('aws-access-token', ...)]
+    memframe.redact(text)                             # secrets replaced by [REDACTED]
+
+The engine follows ``MEMFRAME_BACKEND`` (``native``: Vectorscan + Rust regex; ``hyperscan``: the
+PyPI hyperscan package + Python ``re``; ``python``: keyword prefilter + ``re``); all three return
+identical results. Offsets are characters of the text; bytes are decoded as UTF-8 with every
+invalid byte kept as one character (``surrogateescape``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from memframe import _backend
+from memframe.rules import RuleSet, load_rules
+
+REDACTED = "[REDACTED]"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+FindingTuple = tuple[int, int, int, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class SecretMatch:
+    """A rule that matched (``scan`` reports each rule at most once)."""
+
+    rule_id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One secret: the whole match ``[start, end)``, the secret ``[secret_start, secret_end)``
+    (character offsets) and the 1-based line of the secret's start."""
+
+    rule_id: str
+    label: str
+    start: int
+    end: int
+    secret_start: int
+    secret_end: int
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileFindings:
+    """The findings of one file, or the error that stopped it from being read."""
+
+    path: Path
+    findings: list[Finding]
+    error: str | None = None
+
+
+class _Engine(Protocol):
+    @property
+    def rule_count(self) -> int: ...
+
+    def find(self, data: Any) -> list[FindingTuple]: ...
+
+    def scan(self, data: Any) -> list[int]: ...
+
+
+def _clean(data: str | bytes) -> str | bytes:
+    """Lone surrogates in a str (not valid Unicode scalar values) become U+FFFD on every engine;
+    bytes pass through unchanged."""
+    if isinstance(data, str):
+        if data.isascii():
+            return data
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", data)
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    if isinstance(data, bytes):
+        return data
+    raise TypeError(f"expected str or bytes, got {type(data).__name__}")
+
+
+def _make_engine(name: str, rules: RuleSet) -> _Engine:
+    if name == "native":
+        native = _backend.get_engine("native").module
+        engine: _Engine = native.Scanner(rules.to_json())
+        return engine
+    if name == "hyperscan":
+        _backend.get_engine("hyperscan")  # a clear BackendError when the package is missing
+        from memframe._hyperscan import HyperscanScanner
+
+        return HyperscanScanner(rules)
+    if name == "python":
+        from memframe._fallback.scan import PythonScanner
+
+        return PythonScanner(rules)
+    raise _backend.BackendError(f"unknown scanning engine {name!r}")
+
+
+class SecretScanner:
+    """A rule set compiled for one engine. Compiling is done once per (engine, rule set) per
+    process; scanners are safe to share between threads."""
+
+    def __init__(self, rules: RuleSet | None = None, *, engine: str | None = None) -> None:
+        self.rules = rules if rules is not None else load_rules()
+        self.engine = engine or _backend.BACKEND
+        self._impl = _cached_engine(self.engine, self.rules)
+        self._labels = [(rule.id, rule.label) for rule in self.rules]
+
+    def _finding(self, raw: FindingTuple) -> Finding:
+        rule_id, label = self._labels[raw[0]]
+        return Finding(rule_id, label, raw[1], raw[2], raw[3], raw[4], raw[5])
+
+    def scan(self, text: str | bytes) -> list[SecretMatch]:
+        """The rules that match, each at most once, in rule order."""
+        return [SecretMatch(*self._labels[i]) for i in self._impl.scan(_clean(text))]
+
+    def find(self, text: str | bytes) -> list[Finding]:
+        """Every finding, in (start, rule order) order."""
+        return [self._finding(raw) for raw in self._impl.find(_clean(text))]
+
+    def redact(self, text: str | bytes) -> str:
+        """The text with every secret span replaced by ``[REDACTED]`` (overlapping or touching
+        spans merged)."""
+        cleaned = _clean(text)
+        findings = self._impl.find(cleaned)
+        plain = cleaned if isinstance(cleaned, str) else cleaned.decode("utf-8", "surrogateescape")
+        return redact_spans(plain, [(f[3], f[4]) for f in findings])
+
+    def scan_many(self, texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
+        list[SecretMatch]
+    ]:
+        """``scan`` of every text (in parallel on the native engine)."""
+        cleaned = [_clean(t) for t in texts]
+        many = getattr(self._impl, "scan_many", None)
+        results = many(cleaned, threads) if many else [self._impl.scan(t) for t in cleaned]
+        return [[SecretMatch(*self._labels[i]) for i in hits] for hits in results]
+
+    def find_many(self, texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
+        list[Finding]
+    ]:
+        """``find`` of every text (in parallel on the native engine)."""
+        cleaned = [_clean(t) for t in texts]
+        many = getattr(self._impl, "find_many", None)
+        results = many(cleaned, threads) if many else [self._impl.find(t) for t in cleaned]
+        return [[self._finding(raw) for raw in found] for found in results]
+
+    def find_files(
+        self, paths: Iterable[str | Path], *, threads: int | None = None
+    ) -> list[FileFindings]:
+        """``find`` over files: memory-mapped and parallel on the native engine; an unreadable
+        file is reported with its error instead of stopping the batch."""
+        resolved = [Path(p) for p in paths]
+        native_files = getattr(self._impl, "find_files", None)
+        if native_files is not None:
+            results = native_files([str(p) for p in resolved], threads)
+            return [
+                FileFindings(path, [self._finding(raw) for raw in found], error)
+                for path, (found, error) in zip(resolved, results, strict=True)
+            ]
+        out = []
+        for path in resolved:
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                out.append(FileFindings(path, [], exc.strerror or str(exc)))
+                continue
+            out.append(FileFindings(path, [self._finding(r) for r in self._impl.find(data)]))
+        return out
+
+
+def redact_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """Replace each span of ``text`` with ``[REDACTED]``, merging overlapping or touching spans."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    parts = []
+    cursor = 0
+    for start, end in merged:
+        parts.append(text[cursor:start])
+        parts.append(REDACTED)
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
+
+
+_engines: dict[tuple[str, str], _Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def _cached_engine(name: str, rules: RuleSet) -> _Engine:
+    key = (name, rules.fingerprint())
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = _engines[key] = _make_engine(name, rules)
+        return engine
+
+
+_default: SecretScanner | None = None
+
+
+def default_scanner() -> SecretScanner:
+    """The scanner with the bundled rules on the active backend."""
+    global _default
+    if _default is None:
+        _default = SecretScanner()
+    return _default
+
+
+def scan(text: str | bytes) -> list[SecretMatch]:
+    """``default_scanner().scan(text)``."""
+    return default_scanner().scan(text)
+
+
+def find(text: str | bytes) -> list[Finding]:
+    """``default_scanner().find(text)``."""
+    return default_scanner().find(text)
+
+
+def redact(text: str | bytes) -> str:
+    """``default_scanner().redact(text)``."""
+    return default_scanner().redact(text)
+
+
+def scan_many(texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
+    list[SecretMatch]
+]:
+    """``default_scanner().scan_many(texts)``."""
+    return default_scanner().scan_many(texts, threads=threads)
+
+
+def find_files(paths: Iterable[str | Path], *, threads: int | None = None) -> list[FileFindings]:
+    """``default_scanner().find_files(paths)``."""
+    return default_scanner().find_files(paths, threads=threads)
