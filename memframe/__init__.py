@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memframe._manager import LayerInfo, LayerLoadError
     from memframe.config import Config, ConfigError
     from memframe.context_blocks import ContextBlock
+    from memframe.errors import BackendError
     from memframe.frame import MemoryFrame
     from memframe.frame import open_frame as open
     from memframe.hookspecs import hookimpl, hookspec
@@ -45,6 +46,7 @@ _LAZY = {
     "Session": ("memframe.session", "Session"),
     "Config": ("memframe.config", "Config"),
     "ConfigError": ("memframe.config", "ConfigError"),
+    "BackendError": ("memframe.errors", "BackendError"),
     "LayerInfo": ("memframe._manager", "LayerInfo"),
     "LayerLoadError": ("memframe._manager", "LayerLoadError"),
     "ContextBlock": ("memframe.context_blocks", "ContextBlock"),
@@ -60,6 +62,7 @@ _LAZY = {
 
 __all__ = [
     "BACKEND",
+    "BackendError",
     "Config",
     "ConfigError",
     "ContentBlock",

@@ -20,17 +20,10 @@ from types import ModuleType
 from typing import Final
 
 from memframe._version import __version__
+from memframe.errors import BackendError, BackendFallbackWarning
 
 BACKENDS: Final = ("native", "hyperscan", "python")
 ENV_VAR: Final = "MEMFRAME_BACKEND"
-
-
-class BackendError(RuntimeError):
-    """The requested backend cannot be used (not built, wrong version, missing package)."""
-
-
-class BackendFallbackWarning(RuntimeWarning):
-    """The best backend is unavailable and a slower one is in use."""
 
 
 @dataclass(frozen=True)

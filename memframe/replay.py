@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,7 +134,7 @@ def replay(
     frame.register_layer(f"replay-watcher-{id(watcher)}", watcher)
     hook_calls: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
-    def before(hook_name: str, hook_impls: list[Any], kwargs: dict[str, Any]) -> None:
+    def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         for impl in hook_impls:
             if impl.plugin is not watcher:
                 hook_calls[impl.plugin_name][hook_name] += 1

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memframe import _backend
+from memframe.errors import BackendError
 from memframe.rules import RuleSet, load_rules
 
 REDACTED = "[REDACTED]"
@@ -101,7 +102,7 @@ def _make_engine(name: str, rules: RuleSet) -> _Engine:
         from memframe._fallback.scan import PythonScanner
 
         return PythonScanner(rules)
-    raise _backend.BackendError(f"unknown scanning engine {name!r}")
+    raise BackendError(f"unknown scanning engine {name!r}")
 
 
 class SecretScanner:
@@ -134,18 +135,18 @@ class SecretScanner:
         plain = cleaned if isinstance(cleaned, str) else cleaned.decode("utf-8", "surrogateescape")
         return redact_spans(plain, [(f[3], f[4]) for f in findings])
 
-    def scan_many(self, texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
-        list[SecretMatch]
-    ]:
+    def scan_many(
+        self, texts: Sequence[str | bytes], *, threads: int | None = None
+    ) -> list[list[SecretMatch]]:
         """``scan`` of every text (in parallel on the native engine)."""
         cleaned = [_clean(t) for t in texts]
         many = getattr(self._impl, "scan_many", None)
         results = many(cleaned, threads) if many else [self._impl.scan(t) for t in cleaned]
         return [[SecretMatch(*self._labels[i]) for i in hits] for hits in results]
 
-    def find_many(self, texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
-        list[Finding]
-    ]:
+    def find_many(
+        self, texts: Sequence[str | bytes], *, threads: int | None = None
+    ) -> list[list[Finding]]:
         """``find`` of every text (in parallel on the native engine)."""
         cleaned = [_clean(t) for t in texts]
         many = getattr(self._impl, "find_many", None)
@@ -233,9 +234,9 @@ def redact(text: str | bytes) -> str:
     return default_scanner().redact(text)
 
 
-def scan_many(texts: Sequence[str | bytes], *, threads: int | None = None) -> list[
-    list[SecretMatch]
-]:
+def scan_many(
+    texts: Sequence[str | bytes], *, threads: int | None = None
+) -> list[list[SecretMatch]]:
     """``default_scanner().scan_many(texts)``."""
     return default_scanner().scan_many(texts, threads=threads)
 

@@ -80,7 +80,9 @@ class PythonScanner:
                 counted_to = s_start
                 findings.append((index, start, end, s_start, s_end, line))
             else:
-                findings.append((index, start, end, s_start, s_end, text.count("\n", 0, s_start) + 1))
+                findings.append(
+                    (index, start, end, s_start, s_end, text.count("\n", 0, s_start) + 1)
+                )
         return findings
 
     def scan(self, data: str | bytes) -> list[int]:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from memframe._version import __version__
+from memframe.errors import BackendError
 
 # name -> (module under memframe.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -80,13 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("memframe: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        from memframe._backend import BackendError
-
-        if isinstance(exc, BackendError):
-            print(f"memframe: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        raise
+    except BackendError as exc:
+        print(f"memframe: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     return code
 
 

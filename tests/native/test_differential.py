@@ -25,8 +25,10 @@ pytestmark = pytest.mark.skipif(len(ENGINES) < 2, reason="needs at least two eng
 
 # Characters that make rules almost match: key alphabets, separators, quotes, CJK, controls.
 KEYLIKE = st.sampled_from(
-    list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.:\"' \n\t")
-    + ["記", "憶", "é", "\u200b", "\r", "\x00"]
+    [
+        *"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.:\"' \n\t",
+        *["記", "憶", "é", "\u200b", "\r", "\x00"],
+    ]
 )
 FRAGMENT = st.one_of(
     st.sampled_from(SECRETS),
@@ -34,8 +36,16 @@ FRAGMENT = st.one_of(
     st.sampled_from(KEYWORDS).map(str.upper),
     st.text(KEYLIKE, max_size=40),
     st.text(max_size=20),
-    st.sampled_from(["-----BEGIN RSA PRIVATE KEY-----\n", "\n-----END RSA PRIVATE KEY-----",
-                     "token = ", "api_key: ", "Bearer ", "https://hooks.slack.com/services/"]),
+    st.sampled_from(
+        [
+            "-----BEGIN RSA PRIVATE KEY-----\n",
+            "\n-----END RSA PRIVATE KEY-----",
+            "token = ",
+            "api_key: ",
+            "Bearer ",
+            "https://hooks.slack.com/services/",
+        ]
+    ),
 )
 TEXTS = st.lists(FRAGMENT, max_size=12).map("".join)
 
