@@ -1,7 +1,22 @@
 """Type stubs for the Rust extension ``memframe._native`` (checked by ``mypy.stubtest``)."""
 
 from os import PathLike
+from typing import final
 
+__all__ = [
+    "BUILD_PROFILE",
+    "CORE_VERSION",
+    "Scanner",
+    "__version__",
+    "count_tokens",
+    "count_tokens_many",
+    "sha256",
+    "sha256_many",
+    "xxh3_128",
+    "xxh3_128_many",
+    "xxh3_64",
+    "xxh3_64_many",
+]
 __version__: str
 CORE_VERSION: str
 BUILD_PROFILE: str
@@ -25,6 +40,7 @@ def count_tokens_many(
     texts: list[str] | tuple[str, ...], threads: int | None = None
 ) -> list[int]: ...
 
+@final
 class Scanner:
     def __new__(cls, rules_json: str) -> Scanner: ...
     @property

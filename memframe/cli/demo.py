@@ -28,6 +28,26 @@ def bundled_session() -> Path:
     return Path(str(files("memframe") / "data" / "demo-session.jsonl"))
 
 
+def print_secret_scan(path: Path) -> None:
+    """What the secret scanner (the gate in front of team sync) sees in the session."""
+    import time
+
+    from memframe.scanner import default_scanner
+
+    scanner = default_scanner()
+    started = time.perf_counter()
+    (result,) = scanner.find_files([path])
+    elapsed = time.perf_counter() - started
+    size = path.stat().st_size
+    print("\nsecret scan")
+    print(
+        f"  {len(scanner.rules)} rules on the {scanner.engine} engine: "
+        f"{len(result.findings)} finding(s) in {size:,} bytes ({elapsed * 1000:.1f} ms)"
+    )
+    for finding in result.findings[:10]:
+        print(f"  line {finding.line}: {finding.rule_id}")
+
+
 def run(args: argparse.Namespace) -> int:
     from memframe._fs import ensure_private_dir
     from memframe.cli._common import open_frame_from_args
@@ -51,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
         report = replay_into(frame, replay_args)
     print_summary(report, frame)
+    print_secret_scan(replay_args.transcript)
     print(f"\nfiles: {out}")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         print(f"  {path.relative_to(out)}  ({path.stat().st_size:,} bytes)")
