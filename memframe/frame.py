@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memframe import _backend
 from memframe._manager import LayerFailure, LayerInfo, LayerManager
@@ -16,6 +16,9 @@ from memframe.executor import BackgroundExecutor
 from memframe.layers import BUILTIN_LAYERS
 from memframe.paths import project_key
 from memframe.session import Session
+
+if TYPE_CHECKING:
+    from memframe.scanner import SecretScanner
 
 T = TypeVar("T")
 
@@ -51,6 +54,7 @@ class MemoryFrame:
         self._background_failures: list[LayerFailure] = []
         self._executor = BackgroundExecutor(config.background_workers)
         self.closed = False
+        self._scanner: SecretScanner | None = None
         for dotted in builtin_layers:
             self.manager.load_dotted(dotted, frame=self)
         for layer in extra_layers:
@@ -72,6 +76,18 @@ class MemoryFrame:
         label = name or getattr(layer, "name", None) or cls.__name__
         info = LayerInfo(label, "explicit", f"{cls.__module__}:{cls.__qualname__}")
         return self.manager.add_layer(layer, name=label, frame=self, info=info)
+
+    def secret_scanner(self) -> SecretScanner:
+        """The scanner for this frame: bundled rules + the ``rules_file`` setting + rules layers
+        register through ``register_rules``; built once per frame."""
+        if self._scanner is None:
+            from memframe.scanner import SecretScanner, rules_for_settings
+
+            def call_register(register: Callable[[Any], None]) -> object:
+                return self.manager.call("register_rules", register=register)
+
+            self._scanner = SecretScanner(rules_for_settings(self.config.settings, call_register))
+        return self._scanner
 
     def layers(self) -> list[LayerInfo]:
         """Loaded layers with where they came from (and their distribution versions)."""

@@ -13,16 +13,17 @@ invalid byte kept as one character (``surrogateescape``).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from memframe import _backend
 from memframe.errors import BackendError
-from memframe.rules import RuleSet, load_rules
+from memframe.rules import RuleError, RuleSet, load_rules
 
 REDACTED = "[REDACTED]"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -54,9 +55,10 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class FileFindings:
-    """The findings of one file, or the error that stopped it from being read."""
+    """The findings of one file (``path`` as given, as a str), or the error that stopped it
+    from being read."""
 
-    path: Path
+    path: str
     findings: list[Finding]
     error: str | None = None
 
@@ -158,22 +160,22 @@ class SecretScanner:
     ) -> list[FileFindings]:
         """``find`` over files: memory-mapped and parallel on the native engine; an unreadable
         file is reported with its error instead of stopping the batch."""
-        resolved = [Path(p) for p in paths]
+        names = [os.fspath(p) for p in paths]
         native_files = getattr(self._impl, "find_files", None)
         if native_files is not None:
-            results = native_files([str(p) for p in resolved], threads)
+            results = native_files(names, threads)
             return [
-                FileFindings(path, [self._finding(raw) for raw in found], error)
-                for path, (found, error) in zip(resolved, results, strict=True)
+                FileFindings(name, [self._finding(raw) for raw in found] if found else [], error)
+                for name, (found, error) in zip(names, results, strict=True)
             ]
         out = []
-        for path in resolved:
+        for name in names:
             try:
-                data = path.read_bytes()
+                data = Path(name).read_bytes()
             except OSError as exc:
-                out.append(FileFindings(path, [], exc.strerror or str(exc)))
+                out.append(FileFindings(name, [], exc.strerror or str(exc)))
                 continue
-            out.append(FileFindings(path, [self._finding(r) for r in self._impl.find(data)]))
+            out.append(FileFindings(name, [self._finding(r) for r in self._impl.find(data)]))
         return out
 
 
@@ -244,3 +246,27 @@ def scan_many(
 def find_files(paths: Iterable[str | Path], *, threads: int | None = None) -> list[FileFindings]:
     """``default_scanner().find_files(paths)``."""
     return default_scanner().find_files(paths, threads=threads)
+
+
+def rules_for_settings(
+    settings: Mapping[str, Any], register_rules: Callable[[Callable[[Any], None]], object]
+) -> RuleSet:
+    """The bundled rules, then the user's ``rules_file`` (memframe or gitleaks format) from the
+    settings, then every rule layers add through the ``register_rules`` hook."""
+    from memframe.rules import Rule, load_rule_file, merge, rule_from_mapping
+
+    rules = load_rules()
+    extra_file = settings.get("rules_file")
+    if extra_file is not None:
+        if not isinstance(extra_file, str) or not extra_file:
+            raise RuleError("the setting 'rules_file' must be a path string", source="settings")
+        rules = merge(rules, load_rule_file(Path(extra_file).expanduser()))
+    added: list[Rule] = []
+
+    def register(rule: Any) -> None:
+        added.append(rule if isinstance(rule, Rule) else rule_from_mapping(rule))
+
+    register_rules(register)
+    if added:
+        rules = merge(rules, RuleSet(rules=tuple(added)))
+    return rules

@@ -122,15 +122,9 @@ pub struct Scanner {
     rules: Vec<Rule>,
     global: Allow,
     database: Option<&'static BlockDatabase>,
-    /// database pattern id -> what it signals
-    signals: Vec<Signal>,
+    /// database pattern id -> rule index
+    signals: Vec<usize>,
     scratch_pool: Mutex<Vec<Scratch>>,
-}
-
-#[derive(Clone, Copy)]
-enum Signal {
-    Rule(usize),
-    Keyword(usize),
 }
 
 fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -147,14 +141,6 @@ fn database_pattern(regex: &str) -> (Vec<u8>, Flag) {
         Some(rest) => (rest.as_bytes().to_vec(), Flag::CASELESS | Flag::SINGLEMATCH),
         None => (regex.as_bytes().to_vec(), Flag::SINGLEMATCH),
     }
-}
-
-fn escape_literal(text: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() * 4);
-    for byte in text.bytes() {
-        out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
-    }
-    out
 }
 
 impl Scanner {
@@ -203,30 +189,21 @@ impl Scanner {
         Ok(scanner)
     }
 
-    /// One database with every rule pattern and every keyword literal. A rule whose pattern
-    /// Vectorscan rejects is left out and confirmed by the regex alone (slower, same answer).
+    /// One database with every rule pattern (single-match, no start-of-match): the same work as
+    /// a bare Vectorscan pass. Keywords are checked afterwards, only for rules whose pattern hit.
+    /// A rule whose pattern Vectorscan rejects is left out and confirmed by the regex alone.
     fn build_database(&mut self, spec: &RuleSetSpec) {
         let mut patterns = Vec::new();
         let mut signals = Vec::new();
         for (index, rule) in spec.rules.iter().enumerate() {
             let (expression, flags) = database_pattern(&rule.regex);
-            let candidate = Pattern::new(expression, flags, Some(0));
-            if BlockDatabase::new(vec![candidate.clone()]).is_ok() {
-                let id = u32::try_from(signals.len()).unwrap_or(u32::MAX);
-                let (expression, flags) = database_pattern(&rule.regex);
-                patterns.push(Pattern::new(expression, flags, Some(id)));
-                signals.push(Signal::Rule(index));
-                self.rules[index].in_database = true;
+            if BlockDatabase::new(vec![Pattern::new(expression.clone(), flags, Some(0))]).is_err() {
+                continue;
             }
-            for keyword in &rule.keywords {
-                let id = u32::try_from(signals.len()).unwrap_or(u32::MAX);
-                patterns.push(Pattern::new(
-                    escape_literal(keyword),
-                    Flag::CASELESS | Flag::SINGLEMATCH,
-                    Some(id),
-                ));
-                signals.push(Signal::Keyword(index));
-            }
+            let id = u32::try_from(signals.len()).unwrap_or(u32::MAX);
+            patterns.push(Pattern::new(expression, flags, Some(id)));
+            signals.push(index);
+            self.rules[index].in_database = true;
         }
         if patterns.is_empty() {
             return;
@@ -237,7 +214,6 @@ impl Scanner {
                 self.signals = signals;
             }
             Err(_) => {
-                // Fall back to keyword checks + regex for every rule.
                 for rule in &mut self.rules {
                     rule.in_database = false;
                 }
@@ -249,60 +225,66 @@ impl Scanner {
         self.rules.len()
     }
 
-    /// Rules that may match `data`: a keyword present (or none required) and, for rules in
-    /// the database, the pattern matched somewhere.
+    /// Rules whose pattern matched somewhere (every rule outside the database counts as hit).
+    /// The keyword check comes later, only for rules that produced a finding: near misses
+    /// (pattern hit, no finding) are common and cost no lower-cased copy of the text.
     fn candidates(&self, data: &[u8]) -> Vec<bool> {
         if let Some(database) = self.database {
-            // Block scans take a u32 length; larger inputs use the keyword path below.
+            // Block scans take a u32 length; larger inputs treat every rule as a candidate.
             if u32::try_from(data.len()).is_ok() {
-                if let Some(hits) = self.database_candidates(database, data) {
-                    return hits;
+                if let Some(hits) = self.pattern_hits(database, data) {
+                    return self
+                        .rules
+                        .iter()
+                        .zip(hits)
+                        .map(|(rule, hit)| hit || !rule.in_database)
+                        .collect();
                 }
             }
         }
-        let lowered = data.to_ascii_lowercase();
-        self.rules
-            .iter()
-            .map(|rule| {
-                rule.keywords.is_empty()
-                    || rule
-                        .keywords
-                        .iter()
-                        .any(|k| memchr::memmem::find(&lowered, k).is_some())
-            })
-            .collect()
+        vec![true; self.rules.len()]
     }
 
-    fn database_candidates(
-        &self,
-        database: &'static BlockDatabase,
-        data: &[u8],
-    ) -> Option<Vec<bool>> {
-        let count = self.rules.len();
-        let mut keyword_hit = vec![false; count];
-        let mut pattern_hit = vec![false; count];
+    /// Findings of every candidate rule whose keyword occurs in the text, as raw byte tuples.
+    fn raw_findings(&self, data: &[u8], first_only: bool) -> Vec<[usize; 5]> {
+        let candidates = self.candidates(data);
+        let mut raw = Vec::new();
+        let mut lowered: Option<Vec<u8>> = None;
+        let mut found = Vec::new();
+        for (index, is_candidate) in candidates.into_iter().enumerate() {
+            if !is_candidate {
+                continue;
+            }
+            found.clear();
+            self.rule_findings(index, data, first_only, &mut found);
+            if found.is_empty() {
+                continue;
+            }
+            let keywords = &self.rules[index].keywords;
+            if !keywords.is_empty() {
+                let text = lowered.get_or_insert_with(|| data.to_ascii_lowercase());
+                if !keywords.iter().any(|k| memchr::memmem::find(text, k).is_some()) {
+                    continue;
+                }
+            }
+            raw.append(&mut found);
+        }
+        raw
+    }
+
+    fn pattern_hits(&self, database: &'static BlockDatabase, data: &[u8]) -> Option<Vec<bool>> {
+        let mut hits = vec![false; self.rules.len()];
         let mut scratch = self.take_scratch(database);
         let signals = &self.signals;
         let scanned = scratch.scan(data, |id, _from, _to, _flags| {
-            match signals.get(id as usize) {
-                Some(Signal::Rule(rule)) => pattern_hit[*rule] = true,
-                Some(Signal::Keyword(rule)) => keyword_hit[*rule] = true,
-                None => {}
+            if let Some(&rule) = signals.get(id as usize) {
+                hits[rule] = true;
             }
             Scan::Continue
         });
         self.return_scratch(scratch);
         scanned.ok()?;
-        Some(
-            self.rules
-                .iter()
-                .enumerate()
-                .map(|(i, rule)| {
-                    (rule.keywords.is_empty() || keyword_hit[i])
-                        && (!rule.in_database || pattern_hit[i])
-                })
-                .collect(),
-        )
+        Some(hits)
     }
 
     fn take_scratch(&self, database: &'static BlockDatabase) -> Scratch {
@@ -348,12 +330,9 @@ impl Scanner {
 
     /// Every finding, ordered by (start, rule order).
     pub fn find(&self, data: &[u8]) -> Vec<Finding> {
-        let candidates = self.candidates(data);
-        let mut raw = Vec::new();
-        for (index, is_candidate) in candidates.into_iter().enumerate() {
-            if is_candidate {
-                self.rule_findings(index, data, false, &mut raw);
-            }
+        let mut raw = self.raw_findings(data, false);
+        if raw.is_empty() {
+            return Vec::new();
         }
         raw.sort_unstable();
         to_char_findings(data, &raw)
@@ -361,19 +340,8 @@ impl Scanner {
 
     /// Indices of the rules with at least one finding, in rule order.
     pub fn scan(&self, data: &[u8]) -> Vec<usize> {
-        let candidates = self.candidates(data);
-        let mut hits = Vec::new();
-        let mut scratch = Vec::with_capacity(1);
-        for (index, is_candidate) in candidates.into_iter().enumerate() {
-            if is_candidate {
-                scratch.clear();
-                self.rule_findings(index, data, true, &mut scratch);
-                if !scratch.is_empty() {
-                    hits.push(index);
-                }
-            }
-        }
-        hits
+        // raw tuples are [start, rule, ...]; with first_only each rule appears at most once
+        self.raw_findings(data, true).iter().map(|f| f[1]).collect()
     }
 }
 
@@ -403,10 +371,19 @@ impl Scanner {
     }
 
     fn find_file(&self, path: &Path) -> Result<Vec<Finding>, String> {
-        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
         let len = file.metadata().map_err(|e| e.to_string())?.len();
         if len == 0 {
             return Ok(Vec::new());
+        }
+        if len <= READ_LIMIT {
+            // Small files: one read into a per-thread buffer beats setting up a mapping.
+            return READ_BUFFER.with(|buffer| {
+                let mut buffer = buffer.borrow_mut();
+                buffer.clear();
+                std::io::Read::read_to_end(&mut file, &mut buffer).map_err(|e| e.to_string())?;
+                Ok(self.find(&buffer))
+            });
         }
         // SAFETY: the map is read-only and dropped before returning; a file truncated by
         // another process meanwhile can raise SIGBUS, the documented risk of scanning live
@@ -414,6 +391,13 @@ impl Scanner {
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
         Ok(self.find(&map))
     }
+}
+
+/// Files up to this size are read into memory; larger ones are memory-mapped.
+const READ_LIMIT: u64 = 8 << 20;
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Shannon entropy in bits per byte, summed over byte values in ascending order (the Python
@@ -529,7 +513,7 @@ mod tests {
 
     #[test]
     fn finds_each_rule_with_character_offsets() {
-        let text = "é key AKIAQWERTYUIOPASDFGH and ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5b";
+        let text = "é key AKIAQWERTYUIOPASDFGH and ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5";
         let found = scanner().find(text.as_bytes());
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].rule, 0);
