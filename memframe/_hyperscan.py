@@ -1,6 +1,6 @@
 """The ``hyperscan`` scanning engine: the PyPI ``hyperscan`` package finds candidate rules in one
-pass (rule patterns and keyword literals in one block-mode database, single-match, no
-start-of-match), then the Python engine's confirmation step runs on those rules only."""
+pass (every rule pattern in one block-mode database, single-match, no start-of-match), the
+keyword check runs for the rules that hit, then the Python engine's confirmation step."""
 
 from __future__ import annotations
 
@@ -21,10 +21,6 @@ def _expression(regex: str) -> tuple[bytes, int]:
     return regex.encode("ascii"), flags
 
 
-def _literal(keyword: str) -> bytes:
-    return "".join(f"\\x{byte:02x}" for byte in keyword.encode("ascii")).encode("ascii")
-
-
 def _compiles(expression: bytes, flags: int) -> bool:
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
@@ -43,19 +39,15 @@ class HyperscanScanner(PythonScanner):
         super().__init__(rules)
         expressions: list[bytes] = []
         flags: list[int] = []
-        self._signals: list[tuple[str, int]] = []
+        self._signals: list[int] = []  # database pattern id -> rule index
         self._in_database = [False] * len(rules.rules)
         for index, rule in enumerate(rules.rules):
             expression, rule_flags = _expression(rule.regex)
             if _compiles(expression, rule_flags):
                 expressions.append(expression)
                 flags.append(rule_flags)
-                self._signals.append(("rule", index))
+                self._signals.append(index)
                 self._in_database[index] = True
-            for keyword in rule.keywords:
-                expressions.append(_literal(keyword))
-                flags.append(hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_CASELESS)
-                self._signals.append(("keyword", index))
         self._database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         if expressions:
             self._database.compile(
@@ -73,24 +65,22 @@ class HyperscanScanner(PythonScanner):
         return scratch
 
     def candidates(self, text: str) -> list[int]:
+        """Rules whose pattern hit (or that are not in the database) and whose keyword occurs."""
         if not self._signals:
             return super().candidates(text)
-        count = len(self._in_database)
-        keyword_hit = [False] * count
-        pattern_hit = [False] * count
+        data = utf8(text)
+        hit = [not in_db for in_db in self._in_database]
         signals = self._signals
 
         def on_match(pattern_id: int, start: int, end: int, flags: int, context: Any) -> None:
-            kind, index = signals[pattern_id]
-            if kind == "rule":
-                pattern_hit[index] = True
-            else:
-                keyword_hit[index] = True
+            hit[signals[pattern_id]] = True
 
-        self._database.scan(utf8(text), match_event_handler=on_match, scratch=self._scratch())
+        self._database.scan(data, match_event_handler=on_match, scratch=self._scratch())
+        if not any(hit):
+            return []
+        lowered = data.lower()
         return [
             index
-            for index, rule in enumerate(self._rules)
-            if (not rule.keywords or keyword_hit[index])
-            and (not self._in_database[index] or pattern_hit[index])
+            for index, keywords in enumerate(self._keywords)
+            if hit[index] and (not keywords or any(k in lowered for k in keywords))
         ]

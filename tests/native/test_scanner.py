@@ -119,7 +119,7 @@ def test_find_files_reads_files_and_reports_errors(scanner, tmp_path):
     empty.write_bytes(b"")
     missing = tmp_path / "missing.md"
     results = scanner.find_files([good, empty, missing], threads=2)
-    assert [r.path for r in results] == [good, empty, missing]
+    assert [r.path for r in results] == [str(good), str(empty), str(missing)]
     assert [f.rule_id for f in results[0].findings] == ["aws-access-token"]
     assert results[0].error is None
     assert results[1].findings == []
