@@ -13,7 +13,6 @@
 //! invalid sequence counts as one character (Python's `surrogateescape`).
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -117,6 +116,12 @@ struct Rule {
 /// (one compiled database per rule set per process, never freed).
 type Scratch = BlockScanner<'static>;
 
+thread_local! {
+    /// (database address, scratch) for every database this thread has scanned with.
+    static SCRATCH: std::cell::RefCell<Vec<(usize, Scratch)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A compiled rule set, safe to share between threads.
 pub struct Scanner {
     rules: Vec<Rule>,
@@ -124,7 +129,6 @@ pub struct Scanner {
     database: Option<&'static BlockDatabase>,
     /// database pattern id -> rule index
     signals: Vec<usize>,
-    scratch_pool: Mutex<Vec<Scratch>>,
 }
 
 fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -183,7 +187,6 @@ impl Scanner {
             global,
             database: None,
             signals: Vec::new(),
-            scratch_pool: Mutex::new(Vec::new()),
         };
         scanner.build_database(spec);
         Ok(scanner)
@@ -274,33 +277,29 @@ impl Scanner {
 
     fn pattern_hits(&self, database: &'static BlockDatabase, data: &[u8]) -> Option<Vec<bool>> {
         let mut hits = vec![false; self.rules.len()];
-        let mut scratch = self.take_scratch(database);
         let signals = &self.signals;
-        let scanned = scratch.scan(data, |id, _from, _to, _flags| {
-            if let Some(&rule) = signals.get(id as usize) {
-                hits[rule] = true;
-            }
-            Scan::Continue
-        });
-        self.return_scratch(scratch);
-        scanned.ok()?;
+        // Scratch space lives per thread and per database, so parallel scans never contend.
+        let key = std::ptr::from_ref(database) as usize;
+        SCRATCH.with(|cell| {
+            let mut scratches = cell.borrow_mut();
+            let position = match scratches.iter().position(|(k, _)| *k == key) {
+                Some(position) => position,
+                None => {
+                    scratches.push((key, database.create_scanner().ok()?));
+                    scratches.len() - 1
+                }
+            };
+            let scanner = &mut scratches[position].1;
+            scanner
+                .scan(data, |id, _from, _to, _flags| {
+                    if let Some(&rule) = signals.get(id as usize) {
+                        hits[rule] = true;
+                    }
+                    Scan::Continue
+                })
+                .ok()
+        })?;
         Some(hits)
-    }
-
-    fn take_scratch(&self, database: &'static BlockDatabase) -> Scratch {
-        let pooled = self.scratch_pool.lock().map(|mut pool| pool.pop()).unwrap_or(None);
-        match pooled {
-            Some(scratch) => scratch,
-            None => database
-                .create_scanner()
-                .expect("Vectorscan could not allocate scratch space"),
-        }
-    }
-
-    fn return_scratch(&self, scratch: Scratch) {
-        if let Ok(mut pool) = self.scratch_pool.lock() {
-            pool.push(scratch);
-        }
     }
 
     fn keep(&self, rule: &Rule, secret: &[u8]) -> bool {
@@ -348,12 +347,16 @@ impl Scanner {
 impl Scanner {
     /// `find` over many texts in parallel (`threads`: None = all cores).
     pub fn find_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<Finding>> {
-        crate::parallel::with_threads(threads, || texts.par_iter().map(|t| self.find(t)).collect())
+        crate::parallel::with_threads(threads, || {
+            texts.par_iter().with_min_len(8).map(|t| self.find(t)).collect()
+        })
     }
 
     /// `scan` over many texts in parallel.
     pub fn scan_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<usize>> {
-        crate::parallel::with_threads(threads, || texts.par_iter().map(|t| self.scan(t)).collect())
+        crate::parallel::with_threads(threads, || {
+            texts.par_iter().with_min_len(8).map(|t| self.scan(t)).collect()
+        })
     }
 
     /// `find` over files, memory-mapped, in parallel; an unreadable file gives its error text.
