@@ -23,7 +23,11 @@ from benches import machine, report
 from benches.harness import BenchResult
 
 # The registry: benchmark modules, in run order. Each exposes NAME, run(quick) and maybe check().
-REGISTRY: tuple[str, ...] = ("benches.dispatch",)
+REGISTRY: tuple[str, ...] = (
+    "benches.dispatch",
+    "benches.scan",
+    "benches.checksum",
+)
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA = 1
 
