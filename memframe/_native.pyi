@@ -12,10 +12,10 @@ __all__ = [
     "count_tokens_many",
     "sha256",
     "sha256_many",
-    "xxh3_128",
-    "xxh3_128_many",
     "xxh3_64",
     "xxh3_64_many",
+    "xxh3_128",
+    "xxh3_128_many",
 ]
 __version__: str
 CORE_VERSION: str
