@@ -27,6 +27,7 @@ REGISTRY: tuple[str, ...] = (
     "benches.dispatch",
     "benches.scan",
     "benches.checksum",
+    "benches.tokens",
 )
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA = 1
@@ -80,25 +81,42 @@ def parse_args(argv: Sequence[str] | None, names: Sequence[str]) -> argparse.Nam
     return parser.parse_args(argv)
 
 
+# A broken floor is measured again before it counts: a ratio below its floor in every attempt
+# is a regression, one below it once is usually another process taking a core for a moment.
+ATTEMPTS = 3
+
+
 def run_one(bench: Benchmark, quick: bool) -> dict[str, Any]:
-    """Run one benchmark, print its table and return its JSON section."""
+    """Run one benchmark (again, up to ATTEMPTS times, while a floor is broken), print its table
+    and return its JSON section with every attempt's violations."""
     print(f"\n== {bench.name}: {bench.doc}" if bench.doc else f"\n== {bench.name}", flush=True)
     started = time.perf_counter()
-    try:
-        result = bench.run(quick)
-        violations = bench.check(result) if bench.check is not None else []
-    except Exception:
-        error = traceback.format_exc()
-        print(error, file=sys.stderr)
-        return {"error": error, "duration_s": round(time.perf_counter() - started, 3)}
+    earlier: list[list[str]] = []
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            result = bench.run(quick)
+            violations = bench.check(result) if bench.check is not None else []
+        except Exception:
+            error = traceback.format_exc()
+            print(error, file=sys.stderr)
+            return {"error": error, "duration_s": round(time.perf_counter() - started, 3)}
+        if not violations or attempt == ATTEMPTS:
+            break
+        earlier.append(violations)
+        print(f"  floor broken in attempt {attempt} ({'; '.join(violations)}); measuring again")
     duration = round(time.perf_counter() - started, 3)
     print(report.table(result))
     for note in result.notes:
         print(f"  note: {note}")
     for violation in violations:
         print(f"  FLOOR BROKEN: {violation}")
-    print(f"  ({duration:.1f} s)")
-    return {**result.to_json(), "violations": violations, "duration_s": duration}
+    print(f"  ({duration:.1f} s, {len(earlier) + 1} attempt(s))")
+    return {
+        **result.to_json(),
+        "violations": violations,
+        "earlier_attempts": earlier,
+        "duration_s": duration,
+    }
 
 
 def _timestamped(started: datetime) -> Path:

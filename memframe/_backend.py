@@ -136,3 +136,4 @@ from memframe._fallback import xxh3_128 as xxh3_128  # noqa: E402
 xxh3_64_many = _active.module.xxh3_64_many
 xxh3_128_many = _active.module.xxh3_128_many
 count_tokens = _active.module.count_tokens
+count_tokens_many = _active.module.count_tokens_many

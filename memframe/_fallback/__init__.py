@@ -13,10 +13,11 @@ from memframe._fallback.checksum import (
     xxh3_128,
     xxh3_128_many,
 )
-from memframe._fallback.tokens import count_tokens
+from memframe._fallback.tokens import count_tokens, count_tokens_many
 
 __all__ = [
     "count_tokens",
+    "count_tokens_many",
     "sha256",
     "sha256_many",
     "xxh3_64",

@@ -140,10 +140,15 @@ def test_batch_checksums_accept_str_and_bytes_entries(backend):
     assert backend.xxh3_128_many(items) == [backend.xxh3_128(i) for i in items]
 
 
-@pytest.mark.parametrize("function", ["sha256", "xxh3_64", "xxh3_128", "count_tokens"])
+@pytest.mark.parametrize("function", ["sha256", "xxh3_64", "xxh3_128"])
 def test_lone_surrogates_raise_unicode_encode_error(backend, function):
     with pytest.raises(UnicodeEncodeError):
         getattr(backend, function)("bad \ud800 text")
+
+
+def test_lone_surrogates_are_counted_alike_on_every_engine(backend):
+    text = "bad \ud800 text \udfff"
+    assert backend.count_tokens(text) == _fallback.count_tokens(text) > 0
 
 
 # -- the active engine -------------------------------------------------------------------------
@@ -296,3 +301,13 @@ def test_only_backend_imports_native():
             offenders.append(str(path.relative_to(package)))
     assert offenders == []
     assert pattern.search((package / "_backend.py").read_text(encoding="utf-8"))
+
+
+def test_count_tokens_many_matches_single_calls(backend):
+    texts = ["", "hello world", "記憶のメモ", "camelCaseName = 12345", "bad \ud800"]
+    assert backend.count_tokens_many(texts) == [backend.count_tokens(t) for t in texts]
+    assert backend.count_tokens_many(tuple(texts), threads=1) == backend.count_tokens_many(texts)
+    with pytest.raises(TypeError):
+        backend.count_tokens_many("not a list")
+    with pytest.raises(TypeError):
+        backend.count_tokens_many([b"bytes"])

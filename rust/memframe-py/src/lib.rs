@@ -94,16 +94,21 @@ fn xxh3_128_many(
     batch(py, items, threads, checksum::xxh3_128)
 }
 
-/// Estimated token count of `text`.
+/// Estimated token count of `text`. Lone surrogates count as their `surrogatepass` bytes, as in
+/// the Python engine.
 #[pyfunction]
 fn count_tokens(text: &Bound<'_, PyAny>) -> PyResult<u64> {
-    if !text.is_instance_of::<PyString>() {
+    let Ok(string) = text.cast::<PyString>() else {
         return Err(PyTypeError::new_err(format!(
             "expected str, got {}",
             text.get_type().name()?
         )));
+    };
+    if let Ok(utf8) = string.to_str() {
+        return Ok(tokens::count_tokens(utf8));
     }
-    Ok(tokens::count_tokens(text.cast::<PyString>()?.to_str()?))
+    let encoded = string.call_method1("encode", ("utf-8", "surrogatepass"))?;
+    Ok(tokens::count_tokens_bytes(encoded.cast::<PyBytes>()?.as_bytes()))
 }
 
 /// `count_tokens` of every entry, in parallel with the GIL released.
@@ -114,15 +119,35 @@ fn count_tokens_many(
     texts: Vec<Bound<'_, PyAny>>,
     threads: Option<usize>,
 ) -> PyResult<Vec<u64>> {
-    if let Some(bad) = texts.iter().find(|t| !t.is_instance_of::<PyString>()) {
-        return Err(PyTypeError::new_err(format!(
-            "expected str, got {}",
-            bad.get_type().name()?
-        )));
+    // Borrow each str's UTF-8; a str with lone surrogates is encoded with surrogatepass.
+    let mut encoded: Vec<Bound<'_, PyAny>> = Vec::new();
+    let mut owners: Vec<(Option<usize>, &Bound<'_, PyAny>)> = Vec::with_capacity(texts.len());
+    for text in &texts {
+        let Ok(string) = text.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(format!(
+                "expected str, got {}",
+                text.get_type().name()?
+            )));
+        };
+        if string.to_str().is_ok() {
+            owners.push((None, text));
+        } else {
+            encoded.push(string.call_method1("encode", ("utf-8", "surrogatepass"))?);
+            owners.push((Some(encoded.len() - 1), text));
+        }
     }
-    batch(py, texts, threads, |bytes| {
-        std::str::from_utf8(bytes).map_or(0, tokens::count_tokens)
-    })
+    let slices = owners
+        .iter()
+        .map(|(index, text)| match index {
+            Some(i) => Ok(encoded[*i].cast::<PyBytes>()?.as_bytes()),
+            None => as_bytes(text),
+        })
+        .collect::<PyResult<Vec<&[u8]>>>()?;
+    Ok(py.detach(|| {
+        parallel::with_threads(threads, || {
+            slices.par_iter().map(|s| tokens::count_tokens_bytes(s)).collect()
+        })
+    }))
 }
 
 type FindingTuple = (usize, usize, usize, usize, usize, usize);
