@@ -110,6 +110,8 @@ struct Rule {
     keywords: Vec<Vec<u8>>,
     /// false when Vectorscan could not compile the pattern: confirmed by regex alone
     in_database: bool,
+    /// longest possible match in bytes; `None` for unbounded patterns
+    max_len: Option<usize>,
 }
 
 /// Scratch space for one thread's scans; `'static` because the database is leaked on purpose
@@ -140,11 +142,36 @@ fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
 }
 
 /// A regex pattern (our subset) as Vectorscan wants it: a leading `(?i)` becomes a flag.
-fn database_pattern(regex: &str) -> (Vec<u8>, Flag) {
+/// `every_end`: report every match end (bounded rules, whose ends locate the confirmation
+/// windows) instead of the first one only.
+fn database_pattern(regex: &str, every_end: bool) -> (Vec<u8>, Flag) {
+    let single = if every_end { Flag::empty() } else { Flag::SINGLEMATCH };
     match regex.strip_prefix("(?i)") {
-        Some(rest) => (rest.as_bytes().to_vec(), Flag::CASELESS | Flag::SINGLEMATCH),
-        None => (regex.as_bytes().to_vec(), Flag::SINGLEMATCH),
+        Some(rest) => (rest.as_bytes().to_vec(), Flag::CASELESS | single),
+        None => (regex.as_bytes().to_vec(), single),
     }
+}
+
+/// The longest match a pattern can produce, in bytes (`None` when unbounded).
+fn maximum_len(pattern: &str) -> Option<usize> {
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()?
+        .properties()
+        .maximum_len()
+}
+
+/// What the Vectorscan pass says about one rule for one text.
+enum Candidate {
+    /// the pattern cannot match: nothing to confirm
+    Skip,
+    /// confirm over the whole text
+    Full,
+    /// the pattern's match ends (sorted): confirm only in the windows before them
+    Ends(Vec<usize>),
 }
 
 impl Scanner {
@@ -179,6 +206,7 @@ impl Scanner {
                     .map(|k| k.to_ascii_lowercase().into_bytes())
                     .collect(),
                 in_database: false,
+                max_len: maximum_len(&rule.regex),
             });
         }
         let global = Allow::compile(&spec.allowlist, "global")?;
@@ -199,7 +227,8 @@ impl Scanner {
         let mut patterns = Vec::new();
         let mut signals = Vec::new();
         for (index, rule) in spec.rules.iter().enumerate() {
-            let (expression, flags) = database_pattern(&rule.regex);
+            let every_end = self.rules[index].max_len.is_some();
+            let (expression, flags) = database_pattern(&rule.regex, every_end);
             if BlockDatabase::new(vec![Pattern::new(expression.clone(), flags, Some(0))]).is_err() {
                 continue;
             }
@@ -228,24 +257,38 @@ impl Scanner {
         self.rules.len()
     }
 
-    /// Rules whose pattern matched somewhere (every rule outside the database counts as hit).
-    /// The keyword check comes later, only for rules that produced a finding: near misses
-    /// (pattern hit, no finding) are common and cost no lower-cased copy of the text.
-    fn candidates(&self, data: &[u8]) -> Vec<bool> {
+    /// What to confirm per rule. Near misses (pattern hit, no finding) are common, so the
+    /// keyword check comes later, only for rules that produced a finding.
+    fn candidates(&self, data: &[u8]) -> Vec<Candidate> {
         if let Some(database) = self.database {
-            // Block scans take a u32 length; larger inputs treat every rule as a candidate.
+            // Block scans take a u32 length; larger inputs are confirmed over the whole text.
             if u32::try_from(data.len()).is_ok() {
-                if let Some(hits) = self.pattern_hits(database, data) {
-                    return self
-                        .rules
-                        .iter()
-                        .zip(hits)
-                        .map(|(rule, hit)| hit || !rule.in_database)
+                if let Some(mut ends) = self.pattern_ends(database, data) {
+                    ends.sort_unstable();
+                    ends.dedup();
+                    let mut cursor = 0;
+                    return (0..self.rules.len())
+                        .map(|index| {
+                            let first = cursor;
+                            while cursor < ends.len() && ends[cursor].0 == index {
+                                cursor += 1;
+                            }
+                            let rule = &self.rules[index];
+                            if !rule.in_database {
+                                Candidate::Full
+                            } else if first == cursor {
+                                Candidate::Skip
+                            } else if rule.max_len.is_some() {
+                                Candidate::Ends(ends[first..cursor].iter().map(|e| e.1).collect())
+                            } else {
+                                Candidate::Full
+                            }
+                        })
                         .collect();
                 }
             }
         }
-        vec![true; self.rules.len()]
+        (0..self.rules.len()).map(|_| Candidate::Full).collect()
     }
 
     /// Findings of every candidate rule whose keyword occurs in the text, as raw byte tuples.
@@ -254,12 +297,14 @@ impl Scanner {
         let mut raw = Vec::new();
         let mut lowered: Option<Vec<u8>> = None;
         let mut found = Vec::new();
-        for (index, is_candidate) in candidates.into_iter().enumerate() {
-            if !is_candidate {
-                continue;
-            }
+        for (index, candidate) in candidates.iter().enumerate() {
+            let ends = match candidate {
+                Candidate::Skip => continue,
+                Candidate::Full => None,
+                Candidate::Ends(ends) => Some(ends.as_slice()),
+            };
             found.clear();
-            self.rule_findings(index, data, first_only, &mut found);
+            self.rule_findings(index, data, first_only, ends, &mut found);
             if found.is_empty() {
                 continue;
             }
@@ -275,8 +320,13 @@ impl Scanner {
         raw
     }
 
-    fn pattern_hits(&self, database: &'static BlockDatabase, data: &[u8]) -> Option<Vec<bool>> {
-        let mut hits = vec![false; self.rules.len()];
+    /// (rule, match end) for every match Vectorscan reports (the first only, for unbounded rules).
+    fn pattern_ends(
+        &self,
+        database: &'static BlockDatabase,
+        data: &[u8],
+    ) -> Option<Vec<(usize, usize)>> {
+        let mut ends = Vec::new();
         let signals = &self.signals;
         // Scratch space lives per thread and per database, so parallel scans never contend.
         let key = std::ptr::from_ref(database) as usize;
@@ -291,15 +341,15 @@ impl Scanner {
             };
             let scanner = &mut scratches[position].1;
             scanner
-                .scan(data, |id, _from, _to, _flags| {
+                .scan(data, |id, _from, to, _flags| {
                     if let Some(&rule) = signals.get(id as usize) {
-                        hits[rule] = true;
+                        ends.push((rule, usize::try_from(to).unwrap_or(usize::MAX)));
                     }
                     Scan::Continue
                 })
                 .ok()
         })?;
-        Some(hits)
+        Some(ends)
     }
 
     fn keep(&self, rule: &Rule, secret: &[u8]) -> bool {
@@ -312,19 +362,58 @@ impl Scanner {
     }
 
     /// Byte-offset findings of one rule, in match order; `first_only` stops at the first.
-    fn rule_findings(&self, index: usize, data: &[u8], first_only: bool, out: &mut Vec<[usize; 5]>) {
+    ///
+    /// With `ends` (every end of a match, from Vectorscan) the regex only searches from just
+    /// before the next end: a match ending at `e` starts at or after `e - max_len`, and no match
+    /// starts between the current position and there (it would end before the next end). The
+    /// matches found are exactly the leftmost-first, non-overlapping ones of a full scan.
+    fn rule_findings(
+        &self,
+        index: usize,
+        data: &[u8],
+        first_only: bool,
+        ends: Option<&[usize]>,
+        out: &mut Vec<[usize; 5]>,
+    ) {
         let rule = &self.rules[index];
-        for caps in rule.regex.captures_iter(data) {
-            let (Some(whole), Some(secret)) = (caps.get(0), caps.get(rule.secret_group)) else {
-                continue;
-            };
-            if self.keep(rule, secret.as_bytes()) {
-                out.push([whole.start(), index, whole.end(), secret.start(), secret.end()]);
-                if first_only {
+        let (Some(ends), Some(max_len)) = (ends, rule.max_len) else {
+            for caps in rule.regex.captures_iter(data) {
+                if self.record(index, &caps, out) && first_only {
                     return;
                 }
             }
+            return;
+        };
+        let mut position = 0;
+        let mut next = 0;
+        loop {
+            while next < ends.len() && ends[next] <= position {
+                next += 1;
+            }
+            let Some(&end) = ends.get(next) else { return };
+            let start = position.max(end.saturating_sub(max_len));
+            let Some(caps) = rule.regex.captures_at(data, start) else {
+                return;
+            };
+            let Some(whole) = caps.get(0) else { return };
+            position = if whole.end() > whole.start() { whole.end() } else { whole.end() + 1 };
+            if self.record(index, &caps, out) && first_only {
+                return;
+            }
         }
+    }
+
+    /// Push the finding of one match if it survives the filters; true when pushed.
+    fn record(&self, index: usize, caps: &regex::bytes::Captures<'_>, out: &mut Vec<[usize; 5]>) -> bool {
+        let rule = &self.rules[index];
+        let (Some(whole), Some(secret)) = (caps.get(0), caps.get(rule.secret_group)) else {
+            return false;
+        };
+        if !self.keep(rule, secret.as_bytes()) {
+            return false;
+        }
+        out.push([whole.start(), index, whole.end(), secret.start(), secret.end()]);
+        true
     }
 
     /// Every finding, ordered by (start, rule order).
