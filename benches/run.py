@@ -83,7 +83,7 @@ def parse_args(argv: Sequence[str] | None, names: Sequence[str]) -> argparse.Nam
 
 # A broken floor is measured again before it counts: a ratio below its floor in every attempt
 # is a regression, one below it once is usually another process taking a core for a moment.
-ATTEMPTS = 3
+ATTEMPTS = 5
 
 
 def run_one(bench: Benchmark, quick: bool) -> dict[str, Any]:
