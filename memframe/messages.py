@@ -243,7 +243,8 @@ def parse_block(block: object, index: int = 0) -> ContentBlock:
         return ToolResultBlock(
             tool_use_id=_string(block, "tool_use_id", index),
             content=tool_result_text(block.get("content")),
-            is_error=bool(block.get("is_error", False)),
+            # JSON true, or the string "true" some hosts write; "false"/null/absent are not errors
+            is_error=block.get("is_error") is True or block.get("is_error") == "true",
         )
     if kind == "image":
         source = block.get("source")

@@ -93,9 +93,12 @@ class Session:
         self._check_open()
         self._call("on_file_read", session=self, path=str(path), content=content)
 
-    def on_stop(self, message: Message | None = None) -> None:
-        """The query loop ended: ``message`` (default: the last one) is the final response."""
+    def on_stop(self, message: Message | Mapping[str, Any] | None = None) -> None:
+        """The query loop ended: ``message`` (a :class:`Message` or an Anthropic-style dict;
+        default: the last one) is the final response."""
         self._check_open()
+        if message is not None and not isinstance(message, Message):
+            message = Message.from_dict(message)
         final = message if message is not None else self.last_message
         if final is None:
             raise ValueError("on_stop needs a final message and this session has none yet")

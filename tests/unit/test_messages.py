@@ -224,3 +224,16 @@ def test_session_rejects_a_bad_message_and_changes_nothing(tmp_frame):
         session.on_message({"role": "robot", "content": "x"})
     assert session.message_count == 0
     assert session.context_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(True, True), ("true", True), (False, False), ("false", False), (None, False), (1, False)],
+)
+def test_tool_result_is_error_reads_only_true(value, expected):
+    from memframe.messages import parse_block
+
+    block = parse_block(
+        {"type": "tool_result", "tool_use_id": "t1", "content": "x", "is_error": value}
+    )
+    assert block.is_error is expected

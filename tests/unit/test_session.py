@@ -207,3 +207,20 @@ def test_state_is_saved_on_close_with_private_modes(tmp_frame):
     path = session.dir / STATE_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert b'"x": 1' in path.read_bytes()
+
+
+def test_on_stop_accepts_a_dict(tmp_frame):
+    from memframe import hookimpl
+
+    seen = []
+
+    class Stops:
+        @hookimpl
+        def on_stop(self, message):
+            seen.append(message)
+
+    tmp_frame.register_layer("stops", Stops())
+    session = tmp_frame.session("dict-stop")
+    session.on_stop({"role": "assistant", "id": "msg_9", "content": "done"})
+    assert seen[0].id == "msg_9"
+    assert seen[0].text == "done"
