@@ -5,7 +5,7 @@ memory store (quick 16 MB, full 256 MB: notes, JSONL transcripts, code, config; 
 no secret) for speed, and a *planted* one (quick 4 MB at 16 secrets/MB, full 32 MB at 8/MB;
 every rule planted) for the correctness columns.
 
-Variants, single-threaded unless named, measured interleaved (quick 7 / full 11 rounds in
+Variants, single-threaded unless named, measured interleaved (quick 11 / full 11 rounds in
 shuffled order, the best round per variant; a fast variant repeats its pass within a round so one
 round lasts long enough to time; a slow one, a pass over 2 s, takes part in 3 / 5 of the rounds):
 
@@ -71,7 +71,7 @@ class Mode:
     detect_secrets_mb: float  # detect-secrets' subset
 
 
-QUICK = Mode(16, 4, 16.0, 7, 3, 0.15, 8, 0.5, 1.0)
+QUICK = Mode(16, 4, 16.0, 11, 3, 0.2, 8, 0.5, 1.0)
 FULL = Mode(256, 32, 8.0, 11, 5, 0.5, 64, 4.0, 2.0)
 SLOW_PASS_S = 2.0
 
