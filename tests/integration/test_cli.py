@@ -9,23 +9,12 @@ import sys
 from pathlib import Path
 
 import memframe
+from tests.integration.cli_runner import run_memframe
 
 
 def run_cli(*args: str, cwd: Path, extra_env: dict[str, str] | None = None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
-    env.update({"HOME": str(cwd), "XDG_CONFIG_HOME": str(cwd / "xdg")})
-    env.update(extra_env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "memframe", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    env = {"HOME": str(cwd), "XDG_CONFIG_HOME": str(cwd / "xdg"), **(extra_env or {})}
+    return run_memframe(*args, cwd=cwd, extra_env=env)
 
 
 def test_version_names_the_backend(tmp_path):

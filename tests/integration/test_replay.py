@@ -8,15 +8,13 @@ its own branch walk, its own usage arithmetic.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memframe.replay import replay
 from memframe.testing import HookRecorder, open_test_frame
+from tests.integration.cli_runner import run_memframe
 
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 CLAUDE_FILES = sorted(p for p in DATA.glob("*.jsonl") if "codex" not in p.name)
@@ -139,25 +137,9 @@ def test_a_failing_layer_is_reported_and_the_replay_finishes(tmp_path):
     assert len(recorder.of("on_message")) == report.messages
 
 
-def _cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None = None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
-    env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "memframe", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.name[:40])
 def test_cli_replay_json(tmp_path, path):
-    result = _cli(
+    result = run_memframe(
         "replay",
         str(path),
         "--json",
@@ -165,7 +147,7 @@ def test_cli_replay_json(tmp_path, path):
         str(tmp_path / "home"),
         "--project",
         str(tmp_path),
-        env_extra={"MEMFRAME_CONFIG_DIR": str(tmp_path / "config")},
+        extra_env={"MEMFRAME_CONFIG_DIR": str(tmp_path / "config")},
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -178,13 +160,13 @@ def test_cli_replay_json(tmp_path, path):
 def test_cli_replay_text_output_and_bad_input(tmp_path):
     home = ["--home", str(tmp_path / "home"), "--project", str(tmp_path)]
     env = {"MEMFRAME_CONFIG_DIR": str(tmp_path / "config")}
-    result = _cli("replay", str(CLAUDE_FILES[0]), *home, env_extra=env)
+    result = run_memframe("replay", str(CLAUDE_FILES[0]), *home, extra_env=env)
     assert result.returncode == 0, result.stderr
     assert "summary" in result.stdout and "context tokens" in result.stdout
-    missing = _cli("replay", str(tmp_path / "nope.jsonl"), *home, env_extra=env)
+    missing = run_memframe("replay", str(tmp_path / "nope.jsonl"), *home, extra_env=env)
     assert missing.returncode == 2
     assert "nope.jsonl" in missing.stderr and "Traceback" not in missing.stderr
-    not_a_dir = _cli(
-        "replay", str(CLAUDE_FILES[0]), "--project", str(tmp_path / "x"), env_extra=env
+    not_a_dir = run_memframe(
+        "replay", str(CLAUDE_FILES[0]), "--project", str(tmp_path / "x"), extra_env=env
     )
     assert not_a_dir.returncode == 2 and "does not exist" in not_a_dir.stderr

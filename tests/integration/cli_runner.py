@@ -1,0 +1,27 @@
+"""Run the ``memframe`` command in a subprocess the way a user would, isolated from the
+developer's MEMFRAME_* settings (only MEMFRAME_BACKEND passes, so CI's python-backend run holds)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_memframe(
+    *args: str, cwd: Path | None = None, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
+    if "MEMFRAME_BACKEND" in os.environ:
+        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    env.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "memframe", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
