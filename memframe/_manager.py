@@ -175,6 +175,12 @@ class LayerManager(pluggy.PluginManager):
                 target = getattr(target, attribute)
         except Exception as exc:
             raise LayerLoadError(f"layer {dotted!r} failed to import: {exc!r}") from exc
+        declared = getattr(target, "name", None) if attribute else None
+        if isinstance(declared, str) and declared and declared != name:
+            # ``pkg.module:Class`` whose class declares ``name = "..."``: that is its name.
+            name = declared
+            if self.is_blocked(name):
+                return name
         info = LayerInfo(name=name, origin=origin, target=dotted)
         return self.add_layer(target, name=name, frame=frame, info=info)
 

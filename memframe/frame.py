@@ -14,7 +14,9 @@ from memframe._manager import LayerFailure, LayerInfo, LayerManager
 from memframe.config import Config, load_config
 from memframe.executor import BackgroundExecutor
 from memframe.layers import BUILTIN_LAYERS
+from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key
+from memframe.remote_config import DEFAULT_TTL, RemoteConfig
 from memframe.session import Session
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ class MemoryFrame:
         self._executor = BackgroundExecutor(config.background_workers)
         self.closed = False
         self._scanner: SecretScanner | None = None
+        self._model: ModelBackend | None = None
+        self._model_lock = threading.Lock()
+        self.remote_config = RemoteConfig(self, ttl=_remote_ttl(config.settings))
         for dotted in builtin_layers:
             self.manager.load_dotted(dotted, frame=self)
         for layer in extra_layers:
@@ -88,6 +93,33 @@ class MemoryFrame:
 
             self._scanner = SecretScanner(rules_for_settings(self.config.settings, call_register))
         return self._scanner
+
+    def model_backends(self) -> BackendRegistry:
+        """Every model backend: the built-ins and those layers register."""
+        registry = BackendRegistry()
+        from_layers: set[str] = set()
+
+        def register(name: str, factory: Callable[..., Any]) -> None:
+            if name in from_layers:
+                raise ValueError(f"model backend {name!r} is registered twice")
+            from_layers.add(name)
+            registry.register(name, factory)
+
+        self.manager.call("register_model_backends", register=register)
+        return registry
+
+    def model_backend(self) -> ModelBackend:
+        """The configured model backend (``model`` setting, default ``offline``), built once.
+
+        :raises ModelNotConfiguredError: the backend is unknown or lacks a key/endpoint.
+        """
+        with self._model_lock:
+            if self._model is None:
+                name = self.config.model
+                models = self.config.settings.get("models", {})
+                options = models.get(name) if isinstance(models, dict) else None
+                self._model = self.model_backends().create(name, options)
+            return self._model
 
     def layers(self) -> list[LayerInfo]:
         """Loaded layers with where they came from (and their distribution versions)."""
@@ -188,6 +220,15 @@ class MemoryFrame:
 
     def __repr__(self) -> str:
         return f"<MemoryFrame {self.project_dir} layers={[i.name for i in self.layers()]}>"
+
+
+def _remote_ttl(settings: Any) -> float:
+    ttl = settings.get("remote_config_ttl", DEFAULT_TTL)
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl < 0:
+        from memframe.config import ConfigError
+
+        raise ConfigError(f"settings 'remote_config_ttl' must be seconds (>= 0), got {ttl!r}")
+    return float(ttl)
 
 
 def open_frame(

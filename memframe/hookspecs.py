@@ -13,7 +13,7 @@ docs/hooks.md documents each hook with its exact signature; a test keeps the two
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -146,6 +146,21 @@ def register_model_backends(register: Callable[[str, Callable[..., Any]], None])
 
     :param register: takes a backend name and a factory returning the backend; registering a name
         twice is an error.
+    """
+
+
+@hookspec
+def provide_config(frame: MemoryFrame) -> Mapping[str, Any] | None:
+    """Supply remotely tunable settings (feature gates, thresholds) from a config service.
+
+    :param frame: the frame asking.
+    :return: a mapping of dotted keys to values (e.g. ``{"session_memory.enabled": False}``),
+        or ``None``.
+
+    Called lazily in the background the first time a layer reads a remote value, then again when
+    the cached answer is older than ``remote_config_ttl`` seconds; it never blocks the agent
+    (until the first answer arrives, layers use their local settings). All results are merged,
+    the first-called layer winning on a conflict.
     """
 
 

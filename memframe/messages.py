@@ -122,6 +122,7 @@ class Message:
     is_sidechain: bool = False
     is_compact_summary: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+    wire_content: Any = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
@@ -182,7 +183,18 @@ class Message:
             id=msg_id,
             usage=Usage.from_dict(usage) if usage is not None else None,
             model=data.get("model") if isinstance(data.get("model"), str) else None,
+            wire_content=data.get("content", ""),
         )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The message as an Anthropic Messages API request entry (``role`` and ``content``).
+
+        A message built from a dict keeps that dict's ``content`` as it was, so a request built
+        from it repeats the host's own bytes (what a provider prompt cache needs to hit).
+        """
+        if self.wire_content is not None:
+            return {"role": self.role, "content": self.wire_content}
+        return {"role": self.role, "content": [_block_to_wire(b) for b in self.content]}
 
 
 def parse_content(content: object) -> tuple[ContentBlock, ...]:
@@ -251,3 +263,25 @@ def parse_block(block: object, index: int = 0) -> ContentBlock:
         media = source.get("media_type", "") if isinstance(source, Mapping) else ""
         return ImageBlock(media if isinstance(media, str) else "")
     return OtherBlock(kind=str(kind), raw=dict(block))
+
+
+def _block_to_wire(block: ContentBlock) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+    if isinstance(block, ToolResultBlock):
+        wire: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.tool_use_id,
+            "content": block.content,
+        }
+        if block.is_error:
+            wire["is_error"] = True
+        return wire
+    if isinstance(block, OtherBlock):
+        return dict(block.raw)
+    if isinstance(block, ThinkingBlock):
+        # a thinking block without its signature is refused by the API: send it as text
+        return {"type": "text", "text": block.thinking}
+    return {"type": "text", "text": f"[{block.media_type or 'image'}]"}

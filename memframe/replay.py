@@ -48,6 +48,8 @@ class ReplayReport:
     layer_errors: list[str] = field(default_factory=list)
     hook_calls: dict[str, dict[str, int]] = field(default_factory=dict)
     steps: list[ReplayStep] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    session_dir: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,8 @@ class ReplayReport:
             "layer_errors": self.layer_errors,
             "hook_calls": self.hook_calls,
             "steps": [vars(step) for step in self.steps],
+            "state": self.state,
+            "session_dir": str(self.session_dir) if self.session_dir else None,
         }
 
 
@@ -165,6 +169,8 @@ def replay(
     report.skipped_sidechain = transcript.skipped_sidechain
     report.skipped_records = dict(transcript.skipped_records)
     report.layer_errors = watcher.errors
+    report.state = session.state.snapshot()
+    report.session_dir = session.dir
     report.hook_calls = {layer: dict(counts) for layer, counts in sorted(hook_calls.items())}
     return report
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -57,8 +57,26 @@ class Session:
         self.message_count = 0
         self.tool_call_count = 0
         self.last_message: Message | None = None
+        self.history: list[Message] = []
+        self.system_prompt: str | list[dict[str, Any]] = ""
+        self.tools: list[dict[str, Any]] = []
         self.closed = False
         self._call = frame.manager.call
+
+    def set_prompt(
+        self,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """The host agent's system prompt and tool definitions (Anthropic shape).
+
+        Forked agents (session notes, Magic Docs…) send them unchanged, followed by this
+        session's messages, so a provider prompt cache can serve the shared prefix.
+        """
+        if system is not None:
+            self.system_prompt = system if isinstance(system, str) else [dict(b) for b in system]
+        if tools is not None:
+            self.tools = [dict(tool) for tool in tools]
 
     # -- events --------------------------------------------------------------------------------
 
@@ -81,6 +99,7 @@ class Session:
         if message.role == "assistant":
             self.tool_call_count += sum(1 for b in message.content if isinstance(b, ToolUseBlock))
         self.last_message = message
+        self.history.append(message)
         self._call("on_message", session=self, message=message)
 
     def on_tool_use(self, tool_use: ToolUseBlock, result: ToolResultBlock | None = None) -> None:
@@ -113,6 +132,7 @@ class Session:
     def compacted(self, remaining_tokens: int = 0) -> None:
         """The host compacted the context; it now holds about ``remaining_tokens``."""
         self.meter.reset(remaining_tokens)
+        self.history.clear()
 
     def dispatch(self, event: Event) -> None:
         """Feed one event derived from a transcript (see :mod:`memframe.events`)."""

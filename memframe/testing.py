@@ -91,6 +91,10 @@ class HookRecorder:
         self._record("register_model_backends", register=register)
 
     @hookimpl
+    def provide_config(self, frame: Any) -> None:
+        self._record("provide_config", frame=frame)
+
+    @hookimpl
     def register_rules(self, register: Any) -> None:
         self._record("register_rules", register=register)
 

@@ -14,6 +14,8 @@ from memframe.testing import open_test_frame
 
 # CI runs the whole suite a second time with MEMFRAME_BACKEND=python: that one variable is kept.
 KEPT_ENV_VARS = frozenset({"MEMFRAME_BACKEND"})
+# A developer's real provider keys and endpoints never reach a test (tests talk to loopback fakes).
+PROVIDER_ENV_PREFIXES = ("MEMFRAME_", "ANTHROPIC_", "OPENAI_", "CLAUDE_")
 
 
 @pytest.fixture
@@ -28,7 +30,7 @@ def fake_home(tmp_path) -> Path:
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
     """No test sees the developer's MEMFRAME_* settings or touches the real home directory."""
     for name in list(os.environ):
-        if name.startswith("MEMFRAME_") and name not in KEPT_ENV_VARS:
+        if name.startswith(PROVIDER_ENV_PREFIXES) and name not in KEPT_ENV_VARS:
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(fake_home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))

@@ -21,6 +21,12 @@ def add_frame_arguments(parser: argparse.ArgumentParser) -> None:
         help="memory base (default: $MEMFRAME_HOME or ~/.memframe)",
     )
     parser.add_argument(
+        "--model",
+        default=None,
+        help="model backend: offline, anthropic, openai, claude-cli (default: $MEMFRAME_MODEL "
+        "or offline)",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="fail on the first layer error instead of reporting it",
@@ -38,9 +44,23 @@ def open_frame_from_args(args: argparse.Namespace, **options: Any) -> MemoryFram
         options.setdefault("home", args.home)
     if args.strict:
         options.setdefault("strict", True)
+    if getattr(args, "model", None):
+        options.setdefault("model", args.model)
     try:
         return open_frame(args.project, **options)
     except (ConfigError, LayerLoadError, NotADirectoryError) as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def check_model_backend(frame: MemoryFrame) -> None:
+    """Build the configured model backend now, so a missing key is an error before any work."""
+    from memframe.cli import CommandError
+    from memframe.models import ModelNotConfiguredError
+
+    try:
+        frame.model_backend()
+    except ModelNotConfiguredError as exc:
+        frame.close()
         raise CommandError(str(exc)) from exc
 
 

@@ -6,7 +6,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memframe.cli._common import add_frame_arguments, open_frame_from_args, print_json
+from memframe.cli._common import (
+    add_frame_arguments,
+    check_model_backend,
+    open_frame_from_args,
+    print_json,
+)
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -31,12 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from memframe.cli import EXIT_FAILURE, EXIT_OK
 
-    with open_frame_from_args(args) as frame:
+    frame = open_frame_from_args(args)
+    check_model_backend(frame)
+    with frame:
         report = replay_into(frame, args)
     if args.json:
         print_json(report.to_dict())
     else:
         print_summary(report, frame)
+        print_session_memory(report, show_notes=not args.quiet)
     return EXIT_FAILURE if report.layer_errors else EXIT_OK
 
 
@@ -112,3 +120,39 @@ def print_summary(report: ReplayReport, frame: MemoryFrame) -> None:
         print("\nlayer errors")
         for error in report.layer_errors:
             print(f"  {error}")
+
+
+def print_session_memory(report: ReplayReport, *, show_notes: bool) -> None:
+    """Each notes extraction: where it fired, why, and what came of it; then the notes."""
+    state = report.state.get("session_memory")
+    if not isinstance(state, dict):
+        return
+    records = state.get("extractions") or []
+    print(f"\nsession memory: {len(records)} extraction(s)")
+    if records:
+        print(f"  {'msg':>5} {'context':>8} {'growth':>8} {'tools':>5}  {'reason':<10} outcome")
+    for rec in records:
+        outcome = str(rec.get("status", "?"))
+        if rec.get("error"):
+            outcome += f" ({rec['error']})"
+        if rec.get("refused"):
+            outcome += f"; refused: {'; '.join(rec['refused'])}"
+        if rec.get("notes_reset"):
+            outcome += f"; notes reset: {rec['notes_reset']}"
+        print(
+            f"  {rec.get('index', '?'):>5} {rec.get('context_tokens', 0):>8,} "
+            f"{rec.get('growth', 0):>8,} {rec.get('tool_calls', 0):>5}  "
+            f"{rec.get('reason', '?'):<10} {outcome}"
+        )
+    if report.session_dir is None:
+        return
+    from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE
+
+    notes = report.session_dir / NOTES_DIR / NOTES_FILE
+    if not notes.is_file():
+        return
+    print(f"  notes: {notes}")
+    if show_notes:
+        print()
+        for line in notes.read_text(encoding="utf-8", errors="replace").splitlines():
+            print(f"    {line}")

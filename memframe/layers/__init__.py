@@ -1,3 +1,3 @@
 """Built-in layers, one module each, loaded by dotted name in this order."""
 
-BUILTIN_LAYERS: tuple[str, ...] = ()
+BUILTIN_LAYERS: tuple[str, ...] = ("memframe.layers.session_memory:SessionMemoryLayer",)

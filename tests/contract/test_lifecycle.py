@@ -250,6 +250,39 @@ FIRST_ARGUMENT = {
 }
 
 
+def test_provide_config_is_asked_lazily_in_the_background_and_merged(frame_factory):
+    """``provide_config`` runs off the caller's thread on the first read; answers are merged and
+    the first-called layer wins a conflict."""
+    import threading
+
+    recorder = HookRecorder()
+    threads: list[str] = []
+    release = threading.Event()
+
+    class First:
+        @hookimpl
+        def provide_config(self, frame):
+            threads.append(threading.current_thread().name)
+            assert release.wait(10)
+            return {"a": 1, "shared": "first"}
+
+    class Second:
+        @hookimpl
+        def provide_config(self, frame):
+            return {"b": 2, "shared": "second"}
+
+    # pluggy calls the most recently registered layer first: Second, then First, then recorder
+    frame = frame_factory(layers=[recorder, First(), Second()])
+    assert "provide_config" not in recorder.names()  # nothing asked before a read
+    assert frame.remote_config.get("a") is None  # the provider is still busy: no waiting
+    release.set()
+    frame.flush()
+    assert frame.remote_config.values() == {"a": 1, "b": 2, "shared": "second"}
+    assert recorder.names().count("provide_config") == 1
+    assert recorder.of("provide_config")[0].kwargs == {"frame": frame}
+    assert threads and threads[0] != threading.current_thread().name
+
+
 # -- call order across layers ----------------------------------------------------------------
 
 

@@ -1,0 +1,410 @@
+"""Session memory: a Markdown notes file per session, rewritten in the background by a forked agent
+(SPEC §4.1). The notes survive compaction: ``on_pre_compact`` returns them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memframe._fs import atomic_write_text, ensure_private_dir
+from memframe.agent import ForkedAgent, Permission
+from memframe.config import ConfigError
+from memframe.hookspecs import hookimpl
+from memframe.messages import Message
+from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.session_notes import (
+    NotesFormatError,
+    Template,
+    load_prompt,
+    load_template,
+    oversized_sections,
+    render_prompt,
+    truncate_to_budget,
+)
+
+if TYPE_CHECKING:
+    from memframe.frame import MemoryFrame
+    from memframe.session import Session
+
+log = logging.getLogger("memframe")
+NOTES_DIR = "session-memory"
+NOTES_FILE = "summary.md"
+WAIT_TIMEOUT = 15.0  # longest wait for an in-flight extraction (compaction, session end)
+STALE_AFTER = 60.0  # an extraction that started longer ago is not waited for
+MAX_RECORDS = 200
+FALLBACK_SYSTEM = "You keep concise working notes about a coding session."
+
+
+@dataclass(frozen=True)
+class SessionMemorySettings:
+    """``session_memory`` in settings.json; ``session_memory.<name>`` from a config provider."""
+
+    enabled: bool = True
+    minimum_message_tokens_to_init: int = 10_000
+    minimum_tokens_between_update: int = 5_000
+    tool_calls_between_updates: int = 3
+    max_section_tokens: int = 2_000
+    max_total_tokens: int = 12_000
+    max_turns: int = 5
+    max_seconds: float = 120.0
+
+    @classmethod
+    def merged(
+        cls, base: SessionMemorySettings, values: Mapping[str, Any], where: str
+    ) -> SessionMemorySettings:
+        """``base`` with ``values`` applied; a bad value raises :class:`ConfigError`."""
+        known = {f.name for f in fields(cls)}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(
+                    f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
+                )
+            if not _valid(key, value):
+                raise ConfigError(f"{where}: {key!r} must be {_expected(key)}, got {value!r}")
+        return replace(base, **values)
+
+
+def _valid(key: str, value: Any) -> bool:
+    if key == "enabled":
+        return isinstance(value, bool)
+    number = float | int if key == "max_seconds" else int
+    if isinstance(value, bool) or not isinstance(value, number):
+        return False
+    return bool(value >= (0 if key.startswith("minimum") else 1))
+
+
+def _expected(key: str) -> str:
+    if key == "enabled":
+        return "true or false"
+    kind = "a number" if key == "max_seconds" else "an integer"
+    return f"{kind} >= {0 if key.startswith('minimum') else 1}"
+
+
+@dataclass
+class Trigger:
+    """Why an extraction fired, recorded when it fired (deterministic)."""
+
+    index: int
+    message_id: str | None
+    context_tokens: int
+    growth: int
+    tool_calls: int
+    reason: str  # "tool_calls" or "idle_turn"
+
+    def record(self) -> dict[str, Any]:
+        return {**vars(self), "status": "pending"}
+
+
+class _Runner:
+    """One extraction at a time per session; triggers meanwhile collapse into one trailing run."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.in_flight = False
+        self.started_at = 0.0
+        self.pending: tuple[dict[str, Any], list[Message]] | None = None
+
+    def wait(self, timeout: float = WAIT_TIMEOUT, stale_after: float = STALE_AFTER) -> bool:
+        """Wait for the extraction in flight; ``False`` when it did not finish in ``timeout``
+        or started more than ``stale_after`` seconds ago (then it is not waited for)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.in_flight:
+                now = time.monotonic()
+                if now - self.started_at > stale_after or now >= deadline:
+                    return False
+                self.cond.wait(min(deadline, self.started_at + stale_after) - now)
+            return True
+
+
+class SessionMemoryLayer:
+    name = "session_memory"
+
+    def __init__(self, frame: MemoryFrame) -> None:
+        self.frame = frame
+        settings = frame.config.settings.get("session_memory", {})
+        if not isinstance(settings, Mapping):
+            raise ConfigError("settings 'session_memory' must be an object")
+        self.local = SessionMemorySettings.merged(
+            SessionMemorySettings(), settings, "settings 'session_memory'"
+        )
+        self.template: Template = load_template(frame.config.config_dir)
+        self.prompt = load_prompt(frame.config.config_dir)
+        self._settings = self.local
+        self._remote_version = -1
+        self._runners: dict[str, _Runner] = {}
+        self._runners_lock = threading.Lock()
+        self._unusable_backend: str | None = None
+
+    # -- settings ------------------------------------------------------------------------------
+
+    def settings(self) -> SessionMemorySettings:
+        """Local settings overlaid with the config provider's ``session_memory.*`` values.
+
+        Cheap: the remote cache is read without waiting and merged again only when it changed.
+        A remote value of the wrong type is ignored (and logged), never fatal.
+        """
+        remote = self.frame.remote_config
+        values = remote.values()
+        if remote.version != self._remote_version:
+            self._remote_version = remote.version
+            prefix = "session_memory."
+            ours = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
+            merged = self.local
+            for key, value in ours.items():
+                try:
+                    merged = SessionMemorySettings.merged(merged, {key: value}, "config provider")
+                except ConfigError as exc:
+                    log.warning("%s; ignored", exc)
+            self._settings = merged
+        return self._settings
+
+    # -- paths and state -----------------------------------------------------------------------
+
+    @staticmethod
+    def notes_path(session: Session) -> Path:
+        return session.dir / NOTES_DIR / NOTES_FILE
+
+    @staticmethod
+    def state(session: Session) -> dict[str, Any]:
+        return session.state.section("session_memory")
+
+    def _runner(self, session: Session) -> _Runner:
+        runner = self._runners.get(session.id)
+        if runner is None:
+            with self._runners_lock:
+                runner = self._runners.setdefault(session.id, _Runner())
+        return runner
+
+    # -- the trigger ---------------------------------------------------------------------------
+
+    def should_extract(self, session: Session, message: Message) -> Trigger | None:
+        """SPEC §4.1, evaluated after each assistant message. Updates the counters it keeps."""
+        settings = self.settings()
+        state = self.state(session)
+        calls = len(message.tool_uses)
+        state["tool_calls_since"] = state.get("tool_calls_since", 0) + calls
+        if not settings.enabled:
+            return None
+        tokens = session.context_tokens
+        if tokens < state.get("tokens_at_last_extraction", 0):
+            state["tokens_at_last_extraction"] = tokens  # compacted: growth counts from here
+        if not state.get("initialized"):
+            if tokens < settings.minimum_message_tokens_to_init:
+                return None
+            state["initialized"] = True
+        growth = tokens - state.get("tokens_at_last_extraction", 0)
+        if growth < settings.minimum_tokens_between_update:
+            return None
+        since = state["tool_calls_since"]
+        if since >= settings.tool_calls_between_updates:
+            reason = "tool_calls"
+        elif calls == 0:
+            reason = "idle_turn"
+        else:
+            return None
+        state["tokens_at_last_extraction"] = tokens
+        state["tool_calls_since"] = 0
+        return Trigger(session.message_count - 1, message.id, tokens, growth, since, reason)
+
+    @hookimpl
+    def on_message(self, session: Session, message: Message) -> None:
+        if message.role != "assistant":
+            return
+        trigger = self.should_extract(session, message)
+        if trigger is not None:
+            self._schedule(session, trigger)
+
+    def _schedule(self, session: Session, trigger: Trigger) -> None:
+        record = trigger.record()
+        records: list[dict[str, Any]] = self.state(session).setdefault("extractions", [])
+        records.append(record)
+        del records[:-MAX_RECORDS]
+        snapshot = list(session.history)
+        runner = self._runner(session)
+        with runner.cond:
+            if runner.in_flight:
+                if runner.pending is not None:
+                    runner.pending[0]["status"] = "coalesced"
+                runner.pending = (record, snapshot)
+                return
+            runner.in_flight = True
+            runner.started_at = time.monotonic()
+        session.submit_background(
+            lambda: self._drain(session, runner, record, snapshot),
+            name="extract",
+            layer=self.name,
+        )
+
+    def _drain(
+        self, session: Session, runner: _Runner, record: dict[str, Any], snapshot: list[Message]
+    ) -> None:
+        job: tuple[dict[str, Any], list[Message]] | None = (record, snapshot)
+        try:
+            while job is not None:
+                self._extract(session, *job)
+                with runner.cond:
+                    job, runner.pending = runner.pending, None
+                    runner.started_at = time.monotonic()
+        finally:
+            with runner.cond:
+                runner.in_flight = False
+                runner.pending = None
+                runner.cond.notify_all()
+            session.state.save()
+
+    # -- one extraction ------------------------------------------------------------------------
+
+    def _extract(self, session: Session, record: dict[str, Any], snapshot: list[Message]) -> None:
+        record["started_at"] = time.time()
+        try:
+            backend = self.frame.model_backend()
+        except ModelError as exc:
+            self._skip(record, f"model backend unavailable: {exc}")
+            if self._unusable_backend == str(exc):
+                return  # reported already
+            self._unusable_backend = str(exc)
+            raise
+        if not backend_supports(backend, "session_memory"):
+            self._skip(record, f"model backend {backend.name!r} cannot write session notes")
+            return
+        settings = self.settings()
+        path = self.notes_path(session)
+        current = self._current_notes(path, record)
+        request = self._request(session, snapshot, path, current, settings)
+        agent = ForkedAgent(
+            backend,
+            Permission.edit_one_file(path),
+            max_turns=settings.max_turns,
+            max_seconds=settings.max_seconds,
+            validate=lambda _path, text: self.template.check(text),
+        )
+        try:
+            result = agent.run(request)
+        except (ModelError, NotesFormatError) as exc:
+            record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            record["finished_at"] = time.time()
+            raise
+        record.update(
+            status="updated" if result.changed else "unchanged",
+            turns=result.turns,
+            refused=[f"{r.tool}: {r.reason}" for r in result.refused],
+            failed_calls=result.failed_calls,
+            usage=result.usage,
+            notes_path=str(path),
+            finished_at=time.time(),
+        )
+
+    def _skip(self, record: dict[str, Any], why: str) -> None:
+        record.update(status="skipped", error=why, finished_at=time.time())
+
+    def _current_notes(self, path: Path, record: dict[str, Any]) -> str:
+        """The notes to update; created from the template when missing. A file that lost its
+        structure (or is not UTF-8) is kept aside and the notes start again from the template."""
+        ensure_private_dir(path.parent)
+        try:
+            text = path.read_text(encoding="utf-8")
+            problem = self.template.missing_from(text)
+            if not problem:
+                return text
+            why = "missing sections: " + ", ".join(problem)
+        except FileNotFoundError:
+            atomic_write_text(path, self.template.text)
+            return self.template.text
+        except UnicodeDecodeError as exc:
+            why = f"not UTF-8 ({exc.reason})"
+        aside = path.with_name(f"{path.name}.unparseable-{int(time.time() * 1000)}")
+        path.rename(aside)
+        atomic_write_text(path, self.template.text)
+        record["notes_reset"] = f"{why}; the old file is kept as {aside}"
+        log.warning("session notes %s were reset (%s)", path, why)
+        return self.template.text
+
+    def _request(
+        self,
+        session: Session,
+        snapshot: list[Message],
+        path: Path,
+        current: str,
+        settings: SessionMemorySettings,
+    ) -> ModelRequest:
+        count = self.frame.count_tokens
+        big = oversized_sections(current, count, settings.max_section_tokens)
+        oversized = "".join(
+            f"- The section {title!r} is about {size} tokens: condense it.\n" for title, size in big
+        )
+        prompt = render_prompt(
+            self.prompt,
+            {
+                "notes_path": str(path),
+                "current_notes": current,
+                "section_budget": str(settings.max_section_tokens),
+                "total_budget": str(settings.max_total_tokens),
+                "oversized": oversized.rstrip("\n"),
+            },
+        )
+        messages = [m.to_wire() for m in snapshot]
+        # A tool call the parent has not answered yet must be answered before our instruction.
+        pending = snapshot[-1].tool_uses if snapshot and snapshot[-1].role == "assistant" else []
+        instruction: list[dict[str, Any]] = [
+            {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": "Not run: the session notes are being updated first.",
+            }
+            for call in pending
+        ]
+        instruction.append({"type": "text", "text": prompt})
+        return ModelRequest(
+            system=session.system_prompt or FALLBACK_SYSTEM,
+            messages=[*messages, {"role": "user", "content": instruction}],
+            tools=[ToolSpec.from_wire(tool) for tool in session.tools],
+            cache_prefix=len(messages),
+            purpose="session_memory",
+            task={
+                "notes_path": str(path),
+                "notes": current,
+                "template": self.template.text,
+                "section_budget": settings.max_section_tokens,
+                "conversation_end": len(messages),
+            },
+            max_tokens=8192,
+            timeout=settings.max_seconds,
+        )
+
+    # -- waiting and the consumers -------------------------------------------------------------
+
+    def wait(self, session: Session, timeout: float = WAIT_TIMEOUT) -> bool:
+        """Wait (bounded) for the session's extraction in flight, if any."""
+        runner = self._runners.get(session.id)
+        return True if runner is None else runner.wait(timeout)
+
+    def notes(self, session: Session) -> str | None:
+        """The session's notes, ``None`` when there are none yet (or only the empty template)."""
+        try:
+            text = self.notes_path(session).read_text(encoding="utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return None if self.template.is_empty(text) else text
+
+    @hookimpl
+    def on_pre_compact(self, session: Session) -> str | None:
+        self.wait(session)
+        text = self.notes(session)
+        if text is None:
+            return None
+        settings = self.settings()
+        return truncate_to_budget(
+            text, self.frame.count_tokens, settings.max_section_tokens, settings.max_total_tokens
+        )
+
+    @hookimpl
+    def on_session_end(self, session: Session) -> None:
+        self.wait(session)
+        with self._runners_lock:
+            self._runners.pop(session.id, None)
