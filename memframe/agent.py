@@ -46,8 +46,8 @@ class Permission:
 
     @classmethod
     def edit_one_file(cls, path: Path) -> Permission:
-        """Only ``Edit`` (and ``Read``) of exactly ``path``."""
-        return cls(tools=frozenset({"Edit", "Read"}), files=(path.parent.resolve() / path.name,))
+        """Only ``Edit`` of exactly ``path``."""
+        return cls(tools=frozenset({"Edit"}), files=(path.parent.resolve() / path.name,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from memframe.errors import BackendError
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "replay the bundled agent session through every layer"),
     "replay": ("replay", "replay a Claude Code or Codex transcript through all layers"),
+    "context": ("context", "print what the layers would inject for a session"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
 }
 

@@ -140,6 +140,8 @@ class SessionMemoryLayer:
         self._runners: dict[str, _Runner] = {}
         self._runners_lock = threading.Lock()
         self._unusable_backend: str | None = None
+        self.wait_timeout = WAIT_TIMEOUT
+        self.stale_after = STALE_AFTER
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -245,9 +247,13 @@ class SessionMemoryLayer:
         self, session: Session, runner: _Runner, record: dict[str, Any], snapshot: list[Message]
     ) -> None:
         job: tuple[dict[str, Any], list[Message]] | None = (record, snapshot)
+        failures: list[Exception] = []
         try:
             while job is not None:
-                self._extract(session, *job)
+                try:
+                    self._extract(session, *job)
+                except Exception as exc:  # recorded; the trailing run still happens
+                    failures.append(exc)
                 with runner.cond:
                     job, runner.pending = runner.pending, None
                     runner.started_at = time.monotonic()
@@ -257,6 +263,8 @@ class SessionMemoryLayer:
                 runner.pending = None
                 runner.cond.notify_all()
             session.state.save()
+        if failures:
+            raise failures[0]  # reported through on_layer_error; every run is in the records
 
     # -- one extraction ------------------------------------------------------------------------
 
@@ -379,10 +387,11 @@ class SessionMemoryLayer:
 
     # -- waiting and the consumers -------------------------------------------------------------
 
-    def wait(self, session: Session, timeout: float = WAIT_TIMEOUT) -> bool:
-        """Wait (bounded) for the session's extraction in flight, if any."""
+    def wait(self, session: Session, timeout: float | None = None) -> bool:
+        """Wait (bounded by ``wait_timeout``) for the session's extraction in flight, if any."""
         runner = self._runners.get(session.id)
-        return True if runner is None else runner.wait(timeout)
+        limit = self.wait_timeout if timeout is None else timeout
+        return True if runner is None else runner.wait(limit, self.stale_after)
 
     def notes(self, session: Session) -> str | None:
         """The session's notes, ``None`` when there are none yet (or only the empty template)."""

@@ -9,6 +9,7 @@ key.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -226,6 +227,11 @@ class JsonPoster:
         if client is not None:
             client.close()
 
+    def __del__(self) -> None:
+        # A safety net for callers that never close the backend: no socket left to the GC.
+        with contextlib.suppress(Exception):
+            self.close()
+
     # -- requests ----------------------------------------------------------------------------
 
     def backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -262,10 +268,20 @@ class JsonPoster:
                 raise ModelNotConfiguredError(
                     self._scrub(f"{self.provider}: cannot POST to {endpoint}: {exc}")
                 ) from None
+            except UnicodeEncodeError:
+                raise ModelNotConfiguredError(
+                    f"{self.provider}: a request header is not ASCII (check the API key)"
+                ) from None
             except httpx.TransportError as exc:
                 kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
                 detail = excerpt(str(exc)) or type(exc).__name__
                 last_problem = f"no response ({kind}: {type(exc).__name__}: {detail})"
+            except httpx.HTTPError as exc:  # a body that cannot be decoded, and the like
+                raise ModelError(
+                    self._scrub(
+                        f"{self.provider}: POST {endpoint} failed: {type(exc).__name__}: {exc}"
+                    )
+                ) from None
             else:
                 status = response.status_code
                 if 200 <= status < 300:

@@ -57,17 +57,23 @@ def _wire_message(index: int, message: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+# Blocks the API refuses a cache_control on: the breakpoint goes on the last block before them.
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
 def _mark_cached(message: dict[str, Any]) -> None:
     """Put a cache breakpoint on the last content block of ``message`` (a private copy)."""
     content = message["content"]
     if isinstance(content, str):
-        if content:
+        if content:  # the API rejects empty text blocks
             message["content"] = [
                 {"type": "text", "text": content, "cache_control": _cache_control()}
             ]
         return
-    if content and isinstance(content[-1], dict):
-        content[-1]["cache_control"] = _cache_control()
+    for block in reversed(content):
+        if isinstance(block, dict) and block.get("type") not in _UNCACHEABLE:
+            block["cache_control"] = _cache_control()
+            return
 
 
 def build_body(request: ModelRequest, model: str) -> dict[str, Any]:

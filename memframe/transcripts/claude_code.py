@@ -240,6 +240,7 @@ def read(
             # One response split over records: blocks add up; each record repeats the usage
             # as it stood when written, so the last one is the complete count.
             pending.content = pending.content + message.content
+            pending.wire_content = None  # no longer one host dict: rebuild from the blocks
             if message.usage is not None:
                 pending.usage = message.usage
             continue

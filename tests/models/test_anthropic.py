@@ -142,7 +142,12 @@ def test_cache_control_on_last_system_block_and_shared_prefix(fake_anthropic, ba
     ]
     messages = body["messages"]
     assert messages[2]["content"] == [
-        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "notes", "cache_control": EPHEMERAL}
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": "notes",
+            "cache_control": EPHEMERAL,
+        }
     ]
     for index in (0, 1, 3):
         assert "cache_control" not in str(messages[index])
@@ -294,9 +299,7 @@ def test_bad_request_is_not_retried(fake_anthropic, backend):
 
 
 def test_unauthorized_hints_at_the_key_without_showing_it(fake_anthropic, backend):
-    fake_anthropic.script(
-        anthropic_error(401, "authentication_error", f"invalid x-api-key {KEY}")
-    )
+    fake_anthropic.script(anthropic_error(401, "authentication_error", f"invalid x-api-key {KEY}"))
     with pytest.raises(ModelError) as caught:
         backend.complete(request())
     message = str(caught.value)
@@ -377,3 +380,31 @@ def test_missing_key_names_both_ways_to_set_it():
 def test_bad_options_are_configuration_errors(options, fragment):
     with pytest.raises(ModelNotConfiguredError, match=fragment):
         AnthropicBackend.from_options(options, {})
+
+
+def test_breakpoint_skips_trailing_thinking_blocks(fake_anthropic, backend):
+    messages = [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Answer."},
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+            ],
+        },
+        {"role": "user", "content": "next"},
+    ]
+    fake_anthropic.script(anthropic_text("ok"))
+    backend.complete(request(messages=messages, cache_prefix=1))
+    sent = fake_anthropic.requests[0].json["messages"][0]["content"]
+    assert sent[0]["cache_control"] == EPHEMERAL
+    assert "cache_control" not in sent[1]
+
+
+def test_an_unclosed_backend_leaves_no_socket_behind(fake_anthropic):
+    import gc
+
+    fake_anthropic.script(anthropic_text("ok"))
+    backend = AnthropicBackend(api_key=KEY, base_url=fake_anthropic.base_url)
+    backend.complete(request())
+    del backend
+    gc.collect()  # a ResourceWarning here would fail the test (filterwarnings = error)

@@ -160,7 +160,9 @@ def test_is_error_result_is_a_model_error(make_backend):
 
 
 def test_output_that_is_not_a_result_object(make_backend):
-    backend = make_backend([{"stdout": "Segmentation fault?"}, {"type": "result", "is_error": False}])
+    backend = make_backend(
+        [{"stdout": "Segmentation fault?"}, {"type": "result", "is_error": False}]
+    )
     with pytest.raises(ModelResponseError, match="not a JSON result object"):
         backend.complete(request())
     with pytest.raises(ModelResponseError, match="no result text"):
@@ -250,7 +252,7 @@ def test_binary_removed_after_configuration(make_backend, tmp_path):
 
 
 def test_bad_option_types(tmp_path):
-    with pytest.raises(ModelNotConfiguredError, match="models.claude-cli.bin"):
+    with pytest.raises(ModelNotConfiguredError, match=r"models\.claude-cli\.bin"):
         ClaudeCliBackend.from_options({"bin": ["claude"]}, {})
-    with pytest.raises(ModelNotConfiguredError, match="models.claude-cli.model"):
+    with pytest.raises(ModelNotConfiguredError, match=r"models\.claude-cli\.model"):
         ClaudeCliBackend.from_options({"bin": "/bin/sh", "model": 3}, {})

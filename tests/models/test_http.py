@@ -114,3 +114,9 @@ def test_encode_json_keeps_insertion_order_and_copies_mappings():
     assert encode_json(body) == b'{"b":1,"a":{"z":[1,2],"y":null}}'
     with pytest.raises(ModelError, match="cannot be encoded"):
         encode_json({"a": object()})
+
+
+def test_undecodable_body_is_a_model_error(fake_anthropic, poster):
+    fake_anthropic.script(Reply(body=b"not gzip at all", headers={"content-encoding": "gzip"}))
+    with pytest.raises(ModelError, match="DecodingError"):
+        post(poster, fake_anthropic)

@@ -47,7 +47,12 @@ def tool_conversation() -> list[dict]:
                 {"type": "thinking", "thinking": "grep it", "signature": "s"},
                 {"type": "text", "text": "Searching."},
                 {"type": "tool_use", "id": "toolu_1", "name": "Grep", "input": {"pattern": "TODO"}},
-                {"type": "tool_use", "id": "toolu_2", "name": "Grep", "input": {"pattern": "FIXME"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_2",
+                    "name": "Grep",
+                    "input": {"pattern": "FIXME"},
+                },
             ],
         },
         {
@@ -63,7 +68,10 @@ def tool_conversation() -> list[dict]:
                 {"type": "text", "text": "Anything else?"},
             ],
         },
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t3", "name": "Grep", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t3", "name": "Grep", "input": {}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t3", "content": ""}]},
     ]
 
@@ -188,7 +196,12 @@ def test_tool_call_with_stop_finish_reason_is_still_tool_use(fake_openai, backen
 
 @pytest.mark.parametrize(
     ("finish", "expected"),
-    [("length", "max_tokens"), ("stop", "end_turn"), ("content_filter", "content_filter"), (None, "end_turn")],
+    [
+        ("length", "max_tokens"),
+        ("stop", "end_turn"),
+        ("content_filter", "content_filter"),
+        (None, "end_turn"),
+    ],
 )
 def test_finish_reason_mapping(fake_openai, backend, finish, expected):
     body = openai_text("t")
@@ -230,14 +243,14 @@ def test_dropped_connection_then_success(fake_openai, backend):
 
 def test_persistent_unavailability_is_transient(fake_openai, backend):
     fake_openai.script(*[openai_error(503, "model is loading")] * 4)
-    with pytest.raises(ModelTransientError, match="503.*model is loading"):
+    with pytest.raises(ModelTransientError, match=r"503.*model is loading"):
         backend.complete(request())
     assert len(fake_openai.requests) == 4
 
 
 def test_client_errors_carry_the_provider_message(fake_openai, backend):
     fake_openai.script(openai_error(404, "The model `nope` does not exist"))
-    with pytest.raises(ModelError, match="404.*The model `nope` does not exist") as caught:
+    with pytest.raises(ModelError, match=r"404.*The model `nope` does not exist") as caught:
         backend.complete(request())
     assert not isinstance(caught.value, ModelTransientError)
     assert len(fake_openai.requests) == 1
@@ -258,7 +271,9 @@ def test_unauthorized_never_shows_the_key(fake_openai):
 
 
 def test_local_base_url_needs_no_key():
-    backend = OpenAIBackend.from_options({"base_url": "http://127.0.0.1:11434/v1", "model": "m"}, {})
+    backend = OpenAIBackend.from_options(
+        {"base_url": "http://127.0.0.1:11434/v1", "model": "m"}, {}
+    )
     assert backend.endpoint == "http://127.0.0.1:11434/v1/chat/completions"
     backend.close()
 
@@ -295,7 +310,7 @@ def test_openai_default_endpoint_needs_a_key():
 
 
 def test_bad_option_types():
-    with pytest.raises(ModelNotConfiguredError, match="models.openai.model"):
+    with pytest.raises(ModelNotConfiguredError, match=r"models\.openai\.model"):
         OpenAIBackend.from_options({"base_url": "http://127.0.0.1:1/v1", "model": 7}, {})
     with pytest.raises(ModelNotConfiguredError, match="max_retries"):
         OpenAIBackend.from_options(
@@ -307,6 +322,8 @@ def test_arguments_json_is_compact_and_ordered(fake_openai, backend):
     fake_openai.script(openai_text("ok"))
     tool_use = {"type": "tool_use", "id": "a", "name": "Grep", "input": {"z": 1, "a": [1, 2]}}
     backend.complete(request(messages=[{"role": "assistant", "content": [tool_use]}]))
-    arguments = fake_openai.requests[0].json["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    arguments = fake_openai.requests[0].json["messages"][1]["tool_calls"][0]["function"][
+        "arguments"
+    ]
     assert arguments == '{"z":1,"a":[1,2]}'
     assert json.loads(arguments) == {"z": 1, "a": [1, 2]}
