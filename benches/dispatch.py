@@ -28,6 +28,11 @@ from benches.harness import BenchResult, Runner, Settings, measure_interleaved, 
 
 NAME = "dispatch"
 LAYER_COUNTS = (0, 1, 5, 20)
+SESSION_MEMORY = "memframe.layers.session_memory:SessionMemoryLayer"
+# Issue 4's floor: on_message with the session memory layer active and no extraction due costs
+# at most this much more than with no layers at all.
+SESSION_MEMORY_BUDGET_US = 5.0
+SESSION_MEMORY_ROW = "session_memory layer"
 
 _bench_spec = pluggy.HookspecMarker("dispatchbench")
 _bench_impl = pluggy.HookimplMarker("dispatchbench")
@@ -63,13 +68,15 @@ def bare_pluggy_hook(layers: int) -> Callable[..., Any]:
     return pm.hook.on_message
 
 
-def open_frame(root: Path, layers: int) -> memframe.MemoryFrame:
-    project = root / f"project-{layers}"
+def open_frame(
+    root: Path, layers: int, builtin: tuple[str, ...] = (), tag: str = ""
+) -> memframe.MemoryFrame:
+    project = root / f"project-{layers}{tag}"
     project.mkdir()
     return memframe.open(
         project,
         layers=[(f"noop{i}", NoopLayer()) for i in range(layers)],
-        builtin_layers=(),
+        builtin_layers=builtin,
         home=root / "home",
         config_dir=root / "config",
         autoload_plugins=False,
@@ -154,9 +161,13 @@ def run(quick: bool) -> BenchResult:
                 noise=round(max(t.spread for t in timings.values()), 3),
             )
             result.details[f"{layers} layers"] = {k: t.to_json() for k, t in timings.items()}
+        _session_memory_row(Path(tmp), settings, result)
     result.notes.extend(
         [
             "µs per call, median of interleaved repeats; loop overhead (~0.02 µs) included",
+            f"{SESSION_MEMORY_ROW}: session.on_message of an assistant message with usage "
+            "below every threshold (no extraction due), no layers vs the session_memory layer; "
+            f"floor: extra_us <= {SESSION_MEMORY_BUDGET_US}",
             "guard_us = manager - pluggy (memframe's wrappers + failure collection); "
             "accounting_us = session - manager (open check, token meter, counters)",
             "noise = interquartile range / median over repeats, of the noisiest variant",
@@ -165,6 +176,54 @@ def run(quick: bool) -> BenchResult:
     return result
 
 
+def _session_memory_row(root: Path, settings: Settings, result: BenchResult) -> None:
+    message = memframe.Message.from_dict(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading the file."},
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/a"}},
+            ],
+            "usage": {"input_tokens": 2_000, "output_tokens": 50},
+        }
+    )
+    bare = open_frame(root, 0, tag="-bare")
+    layered = open_frame(root, 0, builtin=(SESSION_MEMORY,), tag="-sm")
+    try:
+        bare_session, layered_session = bare.session("bench"), layered.session("bench")
+        layered.flush()  # the config provider fetch started by the first read
+        timings = measure_interleaved(
+            {
+                "no_layers": _session_loop(bare_session, message),
+                "session_memory": _session_loop(layered_session, message),
+            },
+            settings,
+        )
+        extractions = layered_session.state.section("session_memory").get("extractions", [])
+        if extractions:
+            raise RuntimeError("the session memory bench message triggered an extraction")
+    finally:
+        bare.close()
+        layered.close()
+    base_us = timings["no_layers"].median_us
+    layer_us = timings["session_memory"].median_us
+    result.add(
+        SESSION_MEMORY_ROW,
+        no_layers_us=round(base_us, 3),
+        session_memory_us=round(layer_us, 3),
+        extra_us=round(layer_us - base_us, 3),
+        budget_us=SESSION_MEMORY_BUDGET_US,
+        noise=round(max(t.spread for t in timings.values()), 3),
+    )
+    result.details[SESSION_MEMORY_ROW] = {k: t.to_json() for k, t in timings.items()}
+
+
 def check(result: BenchResult) -> list[str]:
-    """No ratio floor for dispatch yet: the figures are reported, not enforced."""
+    """The session memory layer's on_message budget (issue 4)."""
+    row = result.rows.get(SESSION_MEMORY_ROW)
+    if row is not None and float(row["extra_us"]) > SESSION_MEMORY_BUDGET_US:
+        return [
+            f"dispatch: on_message with the session memory layer costs {row['extra_us']} µs "
+            f"more than with no layers (budget {SESSION_MEMORY_BUDGET_US} µs)"
+        ]
     return []

@@ -207,6 +207,9 @@ class MemoryFrame:
         finally:
             self.closed = True
             self._executor.shutdown(timeout=0)
+            close_model = getattr(self._model, "close", None)
+            if callable(close_model):
+                close_model()  # e.g. an HTTP backend's connection pool
         if len(errors) == 1:
             raise errors[0]
         if errors:

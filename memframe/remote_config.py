@@ -40,6 +40,10 @@ class RemoteConfig:
         self.version = 0
         self.fetches = 0
 
+    def poll(self) -> None:
+        """Start a background refresh when the cache is missing or stale; never waits."""
+        self._refresh_if_stale()
+
     def get(self, key: str) -> Any:
         self._refresh_if_stale()
         return self._values.get(key)

@@ -36,6 +36,37 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
 
 
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx honours proxy variables: none may route a loopback test elsewhere."""
+    for name in list(os.environ):
+        if name.upper() in PROXY_VARS:
+            monkeypatch.delenv(name)
+
+
+def _serve_fake(kind: str) -> Iterator[Any]:
+    from tests.fakes.providers import FakeProvider
+
+    with FakeProvider(kind) as fake:  # type: ignore[arg-type]
+        yield fake
+    assert not fake.unexpected, f"unscripted requests reached the fake: {fake.unexpected}"
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[Any]:
+    """A fake Anthropic Messages endpoint on 127.0.0.1 (``base_url`` is ``http://127.0.0.1:P``)."""
+    yield from _serve_fake("anthropic")
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[Any]:
+    """A fake Chat Completions endpoint on 127.0.0.1 (``base_url`` ends in ``/v1``)."""
+    yield from _serve_fake("openai")
+
+
 @pytest.fixture
 def frame_factory(tmp_path) -> Iterator[Callable[..., MemoryFrame]]:
     """Open strict test frames in ``tmp_path`` (shared home: a second frame sees the first's

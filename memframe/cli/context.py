@@ -37,9 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(
             {
                 "session": session_id,
-                "context": [
-                    {"source": b.source, "title": b.title, "text": b.text} for b in blocks
-                ],
+                "context": [{"source": b.source, "title": b.title, "text": b.text} for b in blocks],
                 "at_compaction": kept,
             }
         )

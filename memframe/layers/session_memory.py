@@ -152,9 +152,10 @@ class SessionMemoryLayer:
         A remote value of the wrong type is ignored (and logged), never fatal.
         """
         remote = self.frame.remote_config
-        values = remote.values()
+        remote.poll()
         if remote.version != self._remote_version:
             self._remote_version = remote.version
+            values = remote.values()
             prefix = "session_memory."
             ours = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
             merged = self.local

@@ -298,9 +298,7 @@ def drive(session, turns: int = 1, tokens: int = 11_000, tag: str = "") -> None:
                 ],
             }
         )
-        session.on_message(
-            assistant(tokens + n * 6_000 + 10, msg_id=f"{tag}r{n}", text="Done.")
-        )
+        session.on_message(assistant(tokens + n * 6_000 + 10, msg_id=f"{tag}r{n}", text="Done."))
 
 
 def test_notes_file_is_private_and_holds_the_template(sm_frame):
