@@ -51,13 +51,15 @@ def print_secret_scan(path: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     from memframe._fs import ensure_private_dir
     from memframe.cli._common import open_frame_from_args
-    from memframe.cli.replay import print_summary, replay_into
+    from memframe.cli.replay import print_session_memory, print_summary, replay_into
 
     out: Path = args.out.resolve()
     project = out / "project"
     project.mkdir(parents=True, exist_ok=True)
     ensure_private_dir(out / "home")
-    frame_args = argparse.Namespace(project=project, home=out / "home", strict=False)
+    frame_args = argparse.Namespace(
+        project=project, home=out / "home", strict=False, model="offline"
+    )
     replay_args = argparse.Namespace(
         transcript=bundled_session(),
         session="demo",
@@ -71,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
         report = replay_into(frame, replay_args)
     print_summary(report, frame)
+    print_session_memory(report, show_notes=not args.quiet)
     print_secret_scan(replay_args.transcript)
     print(f"\nfiles: {out}")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
