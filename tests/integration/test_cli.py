@@ -117,3 +117,70 @@ def test_a_bad_backend_name_is_a_clear_error(tmp_path):
     assert result.returncode == 2
     assert "turbo" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+SHARED = Path(__file__).parents[1] / "data" / "transcripts"
+VIEWER = SHARED / "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+
+
+def test_replay_shows_each_extraction_and_the_notes(tmp_path):
+    home = tmp_path / "home"
+    result = run_memframe("replay", str(VIEWER), "--home", str(home), "--project", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "session memory: 2 extraction(s)" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().endswith("updated")]
+    assert [row[0] for row in rows] == ["4", "22"]  # message indices
+    assert rows[0][1:5] == ["19,328", "19,328", "4", "tool_calls"]
+    assert "    # Files and Functions" in out  # the notes file, printed
+    quiet = run_memframe("replay", str(VIEWER), "--home", str(home), "-q", "--session", "q")
+    assert "# Files and Functions" not in quiet.stdout
+    assert "notes: " in quiet.stdout
+
+
+def test_context_prints_the_notes_kept_at_compaction(tmp_path):
+    home = tmp_path / "home"
+    run_memframe("replay", str(VIEWER), "--home", str(home), "--project", str(tmp_path), "-q")
+    session = VIEWER.stem
+    result = run_memframe(
+        "context", "--session", session, "--home", str(home), "--project", str(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "# Kept at the next compaction (1 part(s))" in result.stdout
+    assert "# Worklog" in result.stdout
+    as_json = run_memframe(
+        "context",
+        "--session",
+        session,
+        "--home",
+        str(home),
+        "--project",
+        str(tmp_path),
+        "--json",
+    )
+    data = json.loads(as_json.stdout)
+    assert data["session"] == session and data["context"] == []
+    assert "# Current State" in data["at_compaction"][0]
+
+
+def test_context_for_an_unknown_session_lists_the_known_ones(tmp_path):
+    home = tmp_path / "home"
+    run_memframe("replay", str(VIEWER), "--home", str(home), "--project", str(tmp_path), "-q")
+    result = run_memframe(
+        "context", "--session", "nope", "--home", str(home), "--project", str(tmp_path)
+    )
+    assert result.returncode == 2
+    assert "no session 'nope'" in result.stderr and VIEWER.stem in result.stderr
+    bad = run_memframe("context", "--session", "../x", "--home", str(home))
+    assert bad.returncode == 2 and "invalid session id" in bad.stderr
+
+
+def test_a_chosen_but_unconfigured_model_is_a_clear_error(tmp_path):
+    result = run_memframe(
+        "replay", str(VIEWER), "--home", str(tmp_path / "h"), "--model", "anthropic"
+    )
+    assert result.returncode == 2
+    assert "ANTHROPIC_API_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+    unknown = run_memframe("replay", str(VIEWER), "--home", str(tmp_path / "h"), "--model", "gpt")
+    assert unknown.returncode == 2 and "available: anthropic, claude-cli" in unknown.stderr
