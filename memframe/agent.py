@@ -10,6 +10,7 @@ normally, each file atomically, so a failed or timed-out run changes nothing.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -71,8 +72,8 @@ def _inside(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
 
-def _target_path(tool_input: Mapping[str, Any]) -> Path | None:
-    value = tool_input.get("file_path")
+def _target_path(tool_input: Mapping[str, Any], key: str = "file_path") -> Path | None:
+    value = tool_input.get(key)
     if not isinstance(value, str) or not value or "\x00" in value:
         return None
     return Path(value)
@@ -85,13 +86,16 @@ def can_use_tool(permission: Permission, call: ToolCall) -> Decision:
         return Decision(
             False, f"tool {call.name!r} is not available here (allowed: {allowed_list})"
         )
-    target = _target_path(call.input)
+    tool = FILE_TOOLS[call.name]
+    target = _target_path(call.input, tool.path_key)
     if target is None:
-        return Decision(False, f"{call.name} needs a string file_path")
+        return Decision(False, f"{call.name} needs a string {tool.path_key}")
     if not target.is_absolute():
-        return Decision(False, f"{call.name}: file_path must be absolute, got {str(target)!r}")
+        return Decision(
+            False, f"{call.name}: {tool.path_key} must be absolute, got {str(target)!r}"
+        )
     real = _real(target)
-    writes = FILE_TOOLS[call.name].writes
+    writes = tool.writes
     if writes and permission.read_only:
         return Decision(False, f"{call.name} refused: this agent is read-only")
     for allowed in permission.files:
@@ -112,7 +116,7 @@ class Workspace:
     """Staged file contents: tools read through it, and ``commit`` writes what changed."""
 
     def __init__(self) -> None:
-        self._staged: dict[Path, str] = {}
+        self._staged: dict[Path, str | None] = {}  # None: deleted
         self._original: dict[Path, str | None] = {}
 
     def read(self, path: Path) -> str | None:
@@ -125,18 +129,25 @@ class Workspace:
         self._original.setdefault(path, text)
         return text
 
-    def write(self, path: Path, text: str) -> None:
+    def write(self, path: Path, text: str | None) -> None:
+        """Stage ``text`` for ``path`` (``None`` deletes it)."""
         self.read(path)
         self._staged[path] = text
 
-    def changes(self) -> dict[Path, str]:
-        """Staged files whose text differs from what was on disk."""
+    def exists(self, path: Path) -> bool:
+        return self.read(path) is not None
+
+    def changes(self) -> dict[Path, str | None]:
+        """Staged files whose text differs from what was on disk (``None``: to delete)."""
         return {p: t for p, t in self._staged.items() if self._original.get(p) != t}
 
-    def commit(self) -> list[Path]:
-        changed = self.changes()
+    def commit(self, changes: Mapping[Path, str | None] | None = None) -> list[Path]:
+        changed = self.changes() if changes is None else changes
         for path, text in changed.items():
-            atomic_write_text(path, text)
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write_text(path, text)
         return list(changed)
 
 
@@ -145,6 +156,7 @@ class FileTool:
     spec: ToolSpec
     writes: bool
     run: Callable[[Workspace, Path, Mapping[str, Any]], str]
+    path_key: str = "file_path"
 
 
 def _read(workspace: Workspace, path: Path, tool_input: Mapping[str, Any]) -> str:
@@ -181,6 +193,52 @@ def _write(workspace: Workspace, path: Path, tool_input: Mapping[str, Any]) -> s
         raise ToolFailure("Write needs a string content")
     workspace.write(path, content)
     return f"wrote {path} ({len(content)} characters)"
+
+
+def _delete(workspace: Workspace, path: Path, tool_input: Mapping[str, Any]) -> str:
+    if not workspace.exists(path):
+        raise ToolFailure(f"{path} does not exist")
+    workspace.write(path, None)
+    return f"deleted {path}"
+
+
+MAX_LISTED = 200
+
+
+def _glob(workspace: Workspace, path: Path, tool_input: Mapping[str, Any]) -> str:
+    pattern = tool_input.get("pattern")
+    if not isinstance(pattern, str) or not pattern or pattern.startswith("/") or ".." in pattern:
+        raise ToolFailure("Glob needs a relative pattern (no '..'), e.g. '**/*.md'")
+    if not path.is_dir():
+        raise ToolFailure(f"{path} is not a directory")
+    found = sorted(str(p) for p in path.glob(pattern) if p.is_file() and not p.is_symlink())
+    extra = f"\n[{len(found) - MAX_LISTED} more]" if len(found) > MAX_LISTED else ""
+    return "\n".join(found[:MAX_LISTED]) + extra if found else "no files match"
+
+
+def _grep(workspace: Workspace, path: Path, tool_input: Mapping[str, Any]) -> str:
+    pattern = tool_input.get("pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise ToolFailure("Grep needs a pattern")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolFailure(f"invalid pattern: {exc}") from exc
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    hits: list[str] = []
+    for file in files:
+        if file.is_symlink() or any(part.startswith(".") for part in file.relative_to(path).parts):
+            continue
+        try:
+            text = workspace.read(file) or ""
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if regex.search(line):
+                hits.append(f"{file}:{number}: {line[:300]}")
+                if len(hits) >= MAX_LISTED:
+                    return "\n".join(hits) + "\n[more matches not shown]"
+    return "\n".join(hits) if hits else "no matches"
 
 
 class ToolFailure(Exception):
@@ -234,6 +292,53 @@ FILE_TOOLS: dict[str, FileTool] = {
         writes=True,
         run=_write,
     ),
+    "Delete": FileTool(
+        ToolSpec(
+            "Delete",
+            "Delete a file.",
+            {
+                "type": "object",
+                "properties": {"file_path": _PATH_SCHEMA},
+                "required": ["file_path"],
+            },
+        ),
+        writes=True,
+        run=_delete,
+    ),
+    "Glob": FileTool(
+        ToolSpec(
+            "Glob",
+            "List files under a directory matching a glob pattern such as '**/*.md'.",
+            {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "absolute directory"},
+                },
+                "required": ["pattern", "path"],
+            },
+        ),
+        writes=False,
+        run=_glob,
+        path_key="path",
+    ),
+    "Grep": FileTool(
+        ToolSpec(
+            "Grep",
+            "Search files under a directory (or one file) for a regular expression.",
+            {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string"},
+                    "path": {"type": "string", "description": "absolute file or directory"},
+                },
+                "required": ["pattern", "path"],
+            },
+        ),
+        writes=False,
+        run=_grep,
+        path_key="path",
+    ),
 }
 
 
@@ -252,6 +357,8 @@ class AgentResult:
 
 
 Validator = Callable[[Path, str], None]
+# Sees every staged change before commit and returns the ones to write (may drop some).
+Reviewer = Callable[[dict[Path, str | None]], dict[Path, str | None]]
 
 
 class ForkedAgent:
@@ -262,6 +369,7 @@ class ForkedAgent:
     :param max_seconds: wall-time bound for the whole run.
     :param validate: called with each changed file's staged text before anything is written;
         raising refuses the whole result (nothing is written).
+    :param review: gets all staged changes and returns those to write (e.g. without duplicates).
     """
 
     def __init__(
@@ -272,6 +380,7 @@ class ForkedAgent:
         max_turns: int = 5,
         max_seconds: float = 120.0,
         validate: Validator | None = None,
+        review: Reviewer | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_turns < 1:
@@ -281,6 +390,7 @@ class ForkedAgent:
         self.max_turns = max_turns
         self.max_seconds = max_seconds
         self.validate = validate
+        self.review = review
         self._clock = clock
 
     def tool_specs(self, offered: Sequence[ToolSpec]) -> list[ToolSpec]:
@@ -330,10 +440,14 @@ class ForkedAgent:
                 break
         if self._clock() > deadline:
             raise AgentError(f"forked agent ran out of time ({self.max_seconds:g} s)")
+        changes = workspace.changes()
         if self.validate is not None:
-            for path, text in workspace.changes().items():
-                self.validate(path, text)
-        result.changed = workspace.commit()
+            for path, text in changes.items():
+                if text is not None:
+                    self.validate(path, text)
+        if self.review is not None:
+            changes = self.review(changes)
+        result.changed = workspace.commit(changes)
         return result
 
     def _call(self, call: ToolCall, workspace: Workspace, result: AgentResult) -> dict[str, Any]:
@@ -343,7 +457,7 @@ class ForkedAgent:
             result.refused.append(Refusal(call.name, dict(call.input), decision.reason))
             return _tool_result(call, f"Permission denied: {decision.reason}", error=True)
         tool = FILE_TOOLS[call.name]
-        path = _target_path(call.input)
+        path = _target_path(call.input, tool.path_key)
         assert path is not None  # can_use_tool checked it
         try:
             return _tool_result(call, tool.run(workspace, _real(path), call.input))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -17,6 +16,7 @@ from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.serial import SessionRunners
 from memframe.session_notes import (
     NotesFormatError,
     Template,
@@ -85,6 +85,9 @@ def _expected(key: str) -> str:
     return f"{kind} >= {0 if key.startswith('minimum') else 1}"
 
 
+Job = tuple[dict[str, Any], list[Message]]  # (the trigger's record, the messages to summarise)
+
+
 @dataclass
 class Trigger:
     """Why an extraction fired, recorded when it fired (deterministic)."""
@@ -98,28 +101,6 @@ class Trigger:
 
     def record(self) -> dict[str, Any]:
         return {**vars(self), "status": "pending"}
-
-
-class _Runner:
-    """One extraction at a time per session; triggers meanwhile collapse into one trailing run."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.in_flight = False
-        self.started_at = 0.0
-        self.pending: tuple[dict[str, Any], list[Message]] | None = None
-
-    def wait(self, timeout: float = WAIT_TIMEOUT, stale_after: float = STALE_AFTER) -> bool:
-        """Wait for the extraction in flight; ``False`` when it did not finish in ``timeout``
-        or started more than ``stale_after`` seconds ago (then it is not waited for)."""
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while self.in_flight:
-                now = time.monotonic()
-                if now - self.started_at > stale_after or now >= deadline:
-                    return False
-                self.cond.wait(min(deadline, self.started_at + stale_after) - now)
-            return True
 
 
 class SessionMemoryLayer:
@@ -137,8 +118,10 @@ class SessionMemoryLayer:
         self.prompt = load_prompt(frame.config.config_dir)
         self._settings = self.local
         self._remote_version = -1
-        self._runners: dict[str, _Runner] = {}
-        self._runners_lock = threading.Lock()
+        self._runners: SessionRunners[Job] = SessionRunners(
+            lambda session, job: self._extract(session, *job),
+            on_replaced=lambda job: job[0].update(status="coalesced"),
+        )
         self._unusable_backend: str | None = None
         self.wait_timeout = WAIT_TIMEOUT
         self.stale_after = STALE_AFTER
@@ -176,13 +159,6 @@ class SessionMemoryLayer:
     @staticmethod
     def state(session: Session) -> dict[str, Any]:
         return session.state.section("session_memory")
-
-    def _runner(self, session: Session) -> _Runner:
-        runner = self._runners.get(session.id)
-        if runner is None:
-            with self._runners_lock:
-                runner = self._runners.setdefault(session.id, _Runner())
-        return runner
 
     # -- the trigger ---------------------------------------------------------------------------
 
@@ -229,43 +205,7 @@ class SessionMemoryLayer:
         records.append(record)
         del records[:-MAX_RECORDS]
         snapshot = list(session.history)
-        runner = self._runner(session)
-        with runner.cond:
-            if runner.in_flight:
-                if runner.pending is not None:
-                    runner.pending[0]["status"] = "coalesced"
-                runner.pending = (record, snapshot)
-                return
-            runner.in_flight = True
-            runner.started_at = time.monotonic()
-        session.submit_background(
-            lambda: self._drain(session, runner, record, snapshot),
-            name="extract",
-            layer=self.name,
-        )
-
-    def _drain(
-        self, session: Session, runner: _Runner, record: dict[str, Any], snapshot: list[Message]
-    ) -> None:
-        job: tuple[dict[str, Any], list[Message]] | None = (record, snapshot)
-        failures: list[Exception] = []
-        try:
-            while job is not None:
-                try:
-                    self._extract(session, *job)
-                except Exception as exc:  # recorded; the trailing run still happens
-                    failures.append(exc)
-                with runner.cond:
-                    job, runner.pending = runner.pending, None
-                    runner.started_at = time.monotonic()
-        finally:
-            with runner.cond:
-                runner.in_flight = False
-                runner.pending = None
-                runner.cond.notify_all()
-            session.state.save()
-        if failures:
-            raise failures[0]  # reported through on_layer_error; every run is in the records
+        self._runners.submit(session, (record, snapshot), name="extract", layer=self.name)
 
     # -- one extraction ------------------------------------------------------------------------
 
@@ -390,9 +330,8 @@ class SessionMemoryLayer:
 
     def wait(self, session: Session, timeout: float | None = None) -> bool:
         """Wait (bounded by ``wait_timeout``) for the session's extraction in flight, if any."""
-        runner = self._runners.get(session.id)
         limit = self.wait_timeout if timeout is None else timeout
-        return True if runner is None else runner.wait(limit, self.stale_after)
+        return self._runners.wait(session, limit, self.stale_after)
 
     def notes(self, session: Session) -> str | None:
         """The session's notes, ``None`` when there are none yet (or only the empty template)."""
@@ -416,5 +355,4 @@ class SessionMemoryLayer:
     @hookimpl
     def on_session_end(self, session: Session) -> None:
         self.wait(session)
-        with self._runners_lock:
-            self._runners.pop(session.id, None)
+        self._runners.forget(session)

@@ -30,7 +30,14 @@ DOCS = ROOT / "docs"
 HOOKS_DOC = DOCS / "hooks.md"
 LIFECYCLE_TEST = ROOT / "tests" / "contract" / "test_lifecycle.py"
 # Docs whose ```python blocks must run as they are.
-RUNNABLE_DOCS = ("quickstart.md", "hooks.md", "writing-a-layer.md", "configuration.md")
+RUNNABLE_DOCS = (
+    "quickstart.md",
+    "hooks.md",
+    "writing-a-layer.md",
+    "configuration.md",
+    "session-memory.md",
+    "models.md",
+)
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
 BLOCK_TIMEOUT = 120

@@ -15,9 +15,10 @@ import pytest
 from memframe import _backend
 from memframe import events as ev
 from memframe.hookspecs import hookimpl
-from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE, SessionMemoryLayer, _Runner
+from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE, SessionMemoryLayer
 from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.replay import replay
+from memframe.serial import SerialRunner
 from memframe.session_notes import NotesFormatError, Template, bundled_text, parse_sections
 from memframe.transcripts import open_transcript
 
@@ -416,18 +417,18 @@ def test_one_extraction_at_a_time_and_triggers_meanwhile_coalesce(sm_frame):
 
 
 def test_wait_is_bounded_and_stale_runs_are_not_waited_for():
-    runner = _Runner()
+    runner: SerialRunner[int] = SerialRunner(lambda job: None)
     runner.in_flight = True
     runner.started_at = time.monotonic()
     start = time.monotonic()
-    assert runner.wait(timeout=0.2) is False
+    assert runner.wait(timeout=0.2, stale_after=60) is False
     assert 0.15 < time.monotonic() - start < 2
     runner.started_at = time.monotonic() - 61  # started over a minute ago: stale
     start = time.monotonic()
-    assert runner.wait(timeout=15) is False
+    assert runner.wait(timeout=15, stale_after=60) is False
     assert time.monotonic() - start < 0.5
     runner.in_flight = False
-    assert runner.wait(timeout=0) is True
+    assert runner.wait(timeout=0, stale_after=60) is True
 
 
 def test_pre_compact_gives_up_after_the_bound(sm_frame):

@@ -9,6 +9,7 @@ from typing import Any
 
 from memframe.models.base import ModelError, ModelRequest, ModelResponse
 from memframe.models.offline._common import OWN_CALL_PREFIX
+from memframe.models.offline.memories import extract_memories_recipe
 from memframe.models.offline.session_notes import session_notes_recipe
 
 Recipe = Callable[[ModelRequest], ModelResponse]
@@ -18,7 +19,10 @@ class OfflineBackend:
     name = "offline"
 
     def __init__(self) -> None:
-        self.recipes: dict[str, Recipe] = {"session_memory": session_notes_recipe}
+        self.recipes: dict[str, Recipe] = {
+            "session_memory": session_notes_recipe,
+            "extract_memories": extract_memories_recipe,
+        }
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], env: Mapping[str, str]) -> OfflineBackend:

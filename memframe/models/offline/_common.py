@@ -18,6 +18,12 @@ _WRAPPERS = re.compile(
     r"|local-command-caveat)>.*?</\1>",
     re.DOTALL,
 )
+# How a user's reply that corrects the agent starts.
+CORRECTION = re.compile(
+    r"^(no\b|nope\b|wrong\b|that's not|that is not|don't|do not|stop\b|instead\b|actually\b"
+    r"|not what i|please don't|you should(n't| not)|why did you)",
+    re.IGNORECASE,
+)
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 

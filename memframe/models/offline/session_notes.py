@@ -17,6 +17,9 @@ from memframe import _backend
 from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelRequest, ModelResponse, ToolCall
 from memframe.models.offline._common import (
+    CORRECTION as _CORRECTION,
+)
+from memframe.models.offline._common import (
     OWN_CALL_PREFIX,
     Conversation,
     clip,
@@ -29,11 +32,6 @@ from memframe.session_notes import Section, Template, parse_sections, render_sec
 PATH_KEYS = ("file_path", "path", "notebook_path")
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"})
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "exec_command", "local_shell"})
-_CORRECTION = re.compile(
-    r"^(no\b|nope\b|wrong\b|that's not|that is not|don't|do not|stop\b|instead\b|actually\b"
-    r"|not what i|please don't|you should(n't| not)|why did you)",
-    re.IGNORECASE,
-)
 _FUNCTION = re.compile(
     r"(?:\bdef|\bclass|\bfunction|\bfn|\binterface|\btype)\s+([A-Za-z_][A-Za-z0-9_]*)"
     r"|\b(?:const|let|export const)\s+([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:async\s*)?\("

@@ -1,0 +1,213 @@
+"""Extract memories (SPEC §4.4): at the end of a turn without tool calls, a forked agent saves what
+the new part of the conversation taught into typed memory files, in the background.
+
+One extraction at a time per session (a trigger meanwhile becomes the single trailing run). When
+the main agent itself wrote into the memory directory since the last run, the run is skipped and
+the cursor advanced: the agent already did the remembering. Files the fork writes go through
+the store, which refuses duplicates and keeps ``MEMORY.md`` in step.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memframe.agent import ForkedAgent, Permission
+from memframe.config import ConfigError
+from memframe.hookspecs import hookimpl
+from memframe.memdir import MemoryStore, locate
+from memframe.messages import Message
+from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.serial import SessionRunners
+
+if TYPE_CHECKING:
+    from memframe.frame import MemoryFrame
+    from memframe.session import Session
+
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+FALLBACK_SYSTEM = "You keep a long-term memory for a coding agent and its user."
+MAX_RECORDS = 200
+Job = tuple[dict[str, Any], list[Message], int]  # (record, messages, cursor)
+
+
+@dataclass(frozen=True)
+class ExtractSettings:
+    """``extract_memories`` in settings.json."""
+
+    enabled: bool = True
+    max_turns: int = 5
+    max_seconds: float = 120.0
+
+    @classmethod
+    def from_settings(cls, raw: Any) -> ExtractSettings:
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError("settings 'extract_memories' must be an object")
+        known = {f.name for f in fields(cls)}
+        for key, value in raw.items():
+            if key not in known:
+                raise ConfigError(f"settings 'extract_memories': unknown setting {key!r}")
+            if key == "enabled" and not isinstance(value, bool):
+                raise ConfigError("settings 'extract_memories': 'enabled' must be true or false")
+            if key != "enabled" and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value < 1
+            ):
+                raise ConfigError(f"settings 'extract_memories': {key!r} must be a number >= 1")
+        return replace(cls(), **raw)
+
+
+def _prompt_template() -> str:
+    path = resources.files("memframe") / "data" / "memdir" / "extract_prompt.md"
+    return path.read_text("utf-8")
+
+
+def wrote_into(messages: list[Message], directory: Path) -> bool:
+    """Whether the main agent wrote a file inside ``directory`` in ``messages``."""
+    root = os.path.realpath(directory)
+    for message in messages:
+        for call in message.tool_uses:
+            if call.name not in WRITE_TOOLS:
+                continue
+            target = call.input.get("file_path", call.input.get("notebook_path"))
+            if isinstance(target, str) and target:
+                real = os.path.realpath(target)
+                if real == root or real.startswith(root + os.sep):
+                    return True
+    return False
+
+
+class ExtractMemoriesLayer:
+    name = "extract_memories"
+
+    def __init__(self, frame: MemoryFrame) -> None:
+        self.frame = frame
+        self.location = locate(frame)
+        self.store = MemoryStore(self.location.path)
+        self.settings = ExtractSettings.from_settings(frame.config.settings.get(self.name))
+        self._runners: SessionRunners[Job] = SessionRunners(
+            lambda session, job: self._extract(session, *job),
+            on_replaced=lambda job: job[0].update(status="coalesced"),
+        )
+
+    def state(self, session: Session) -> dict[str, Any]:
+        return session.state.section(self.name)
+
+    @hookimpl
+    def on_stop(self, session: Session, message: Message) -> None:
+        if message.has_tool_calls or not self.settings.enabled:
+            return
+        state = self.state(session)
+        history = list(session.history)
+        cursor = state.get("cursor", 0)
+        if not isinstance(cursor, int) or cursor > len(history):
+            cursor = 0  # the history was compacted (or the state is foreign): start over
+        record: dict[str, Any] = {"index": len(history) - 1, "from": cursor, "status": "pending"}
+        records: list[dict[str, Any]] = state.setdefault("runs", [])
+        records.append(record)
+        del records[:-MAX_RECORDS]
+        if wrote_into(history[cursor:], self.store.root):
+            record["status"] = "skipped"
+            record["why"] = "the agent wrote into the memory directory itself"
+            state["cursor"] = len(history)
+            return
+        if cursor >= len(history):
+            record["status"] = "skipped"
+            record["why"] = "nothing new since the last run"
+            return
+        self._runners.submit(session, (record, history, cursor), name="extract", layer=self.name)
+
+    def _extract(
+        self, session: Session, record: dict[str, Any], history: list[Message], cursor: int
+    ) -> None:
+        record["started_at"] = time.time()
+        try:
+            backend = self.frame.model_backend()
+        except ModelError as exc:
+            record.update(status="skipped", why=f"model backend unavailable: {exc}")
+            raise
+        if not backend_supports(backend, "extract_memories"):
+            record.update(status="skipped", why=f"backend {backend.name!r} cannot extract")
+            return
+        memories = self.store.memories()
+        manifest = [
+            {
+                "file": m.relative_to(self.store.root),
+                "name": m.name,
+                "description": m.description,
+                "type": m.type,
+                "hash": m.content_hash,
+            }
+            for m in memories
+        ]
+        listing = "\n".join(
+            f"- {e['file']} ({e['type']}): {e['name']} — {e['description']}" for e in manifest
+        )
+        prompt = (
+            _prompt_template()
+            .replace("{{memory_dir}}", str(self.store.root))
+            .replace("{{new_messages}}", str(len(history) - cursor))
+            .replace("{{manifest}}", listing or "(none yet)")
+        )
+        messages = [m.to_wire() for m in history]
+        request = ModelRequest(
+            system=session.system_prompt or FALLBACK_SYSTEM,
+            messages=[*messages, {"role": "user", "content": [{"type": "text", "text": prompt}]}],
+            tools=[ToolSpec.from_wire(tool) for tool in session.tools],
+            cache_prefix=len(messages),
+            purpose="extract_memories",
+            task={
+                "memory_dir": str(self.store.root),
+                "manifest": manifest,
+                "conversation_start": cursor,
+                "conversation_end": len(messages),
+            },
+            timeout=self.settings.max_seconds,
+        )
+        staged: dict[Path, str] = {}
+
+        def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
+            # the store writes them (dedupe, index, lock); deletions are not this layer's job
+            staged.update({p: t for p, t in changes.items() if t is not None})
+            return {}
+
+        permission = Permission(
+            tools=frozenset({"Read", "Glob", "Grep", "Write", "Edit"}),
+            directories=(self.store.root,),
+            readable=(self.frame.project_dir, self.store.root),
+        )
+        agent = ForkedAgent(
+            backend,
+            permission,
+            max_turns=int(self.settings.max_turns),
+            max_seconds=float(self.settings.max_seconds),
+            review=take,
+        )
+        try:
+            result = agent.run(request)
+        except ModelError as exc:
+            record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        saved, skipped = self.store.save_files(staged)
+        self.state(session)["cursor"] = len(history)
+        record.update(
+            status="saved" if saved else "nothing",
+            saved=[m.relative_to(self.store.root) for m in saved],
+            skipped=skipped,
+            refused=[f"{r.tool}: {r.reason}" for r in result.refused],
+            turns=result.turns,
+            finished_at=time.time(),
+        )
+
+    def wait(self, session: Session, timeout: float = 15.0) -> bool:
+        return self._runners.wait(session, timeout, stale_after=60.0)
+
+    @hookimpl
+    def on_session_end(self, session: Session) -> None:
+        self.wait(session)
+        self._runners.forget(session)

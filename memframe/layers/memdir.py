@@ -1,0 +1,167 @@
+"""Memdir: the persistent memory directory in the prompt (SPEC §4.2).
+
+``collect_context`` gives the agent the memory instructions with the ``MEMORY.md`` index (cut to
+its limits, with a warning), and up to five memory files relevant to the current prompt, chosen
+by the model backend or, offline, by BM25 over name, description and body. A file surfaced once
+in a session is not repeated, and per-file and per-session byte budgets keep the context small.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from memframe.config import ConfigError
+from memframe.context_blocks import ContextBlock
+from memframe.hookspecs import hookimpl
+from memframe.memdir import MemoryStore, freshness_caveat, load_for_prompt, locate
+from memframe.memdir.files import Memory
+from memframe.models.base import ModelError, ModelRequest, backend_supports
+from memframe.ranking import Document, bm25
+
+if TYPE_CHECKING:
+    from memframe.frame import MemoryFrame
+    from memframe.session import Session
+
+log = logging.getLogger("memframe")
+_JSON_LIST = re.compile(r"\[.*?\]", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class MemdirSettings:
+    """``memdir`` in settings.json."""
+
+    max_relevant: int = 5
+    file_bytes: int = 4_096
+    session_bytes: int = 60_000
+    selector: str = "auto"  # auto (model when it can, else bm25) | bm25 | model
+
+    @classmethod
+    def from_settings(cls, raw: Any) -> MemdirSettings:
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError("settings 'memdir' must be an object")
+        known = {f.name for f in fields(cls)}
+        for key, value in raw.items():
+            if key not in known:
+                raise ConfigError(f"settings 'memdir': unknown setting {key!r}")
+            if key == "selector":
+                if value not in ("auto", "bm25", "model"):
+                    raise ConfigError("settings 'memdir': selector must be auto, bm25 or model")
+            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"settings 'memdir': {key!r} must be an integer >= 0")
+        return replace(cls(), **raw)
+
+
+def instructions(memory_dir: str) -> str:
+    text = (resources.files("memframe") / "data" / "memdir" / "instructions.md").read_text("utf-8")
+    return text.replace("{{memory_dir}}", memory_dir)
+
+
+class MemdirLayer:
+    name = "memdir"
+
+    def __init__(self, frame: MemoryFrame) -> None:
+        self.frame = frame
+        self.location = locate(frame)
+        self.store = MemoryStore(self.location.path)
+        self.settings = MemdirSettings.from_settings(frame.config.settings.get("memdir"))
+
+    # -- the prompt ----------------------------------------------------------------------------
+
+    @hookimpl
+    def collect_context(self, session: Session, prompt: str | None) -> list[ContextBlock]:
+        index, _warnings = load_for_prompt(self.store.index_text())
+        text = instructions(str(self.location.path))
+        text += "\n\n## MEMORY.md\n\n" + (index.strip() or "(empty: nothing saved yet)")
+        blocks = [ContextBlock(self.name, "Memory", text)]
+        if prompt and prompt.strip():
+            relevant = self.relevant(session, prompt)
+            if relevant:
+                blocks.append(ContextBlock(self.name, "Relevant memories", relevant))
+        return blocks
+
+    def relevant(self, session: Session, prompt: str) -> str:
+        """Up to ``max_relevant`` memories for ``prompt`` not surfaced before in the session."""
+        state = session.state.section(self.name)
+        surfaced: list[str] = state.setdefault("surfaced", [])
+        spent: int = state.get("surfaced_bytes", 0)
+        candidates = [
+            m for m in self.store.memories() if m.relative_to(self.store.root) not in surfaced
+        ]
+        if not candidates or spent >= self.settings.session_bytes:
+            return ""
+        chosen = self.select(prompt, candidates)
+        parts = []
+        for memory in chosen:
+            part = self._render(memory)
+            size = len(part.encode("utf-8"))
+            if spent + size > self.settings.session_bytes:
+                break
+            parts.append(part)
+            spent += size
+            surfaced.append(memory.relative_to(self.store.root))
+        state["surfaced_bytes"] = spent
+        return "\n\n".join(parts)
+
+    def select(self, prompt: str, candidates: list[Memory]) -> list[Memory]:
+        limit = self.settings.max_relevant
+        if self.settings.selector != "bm25":
+            chosen = self._select_with_model(prompt, candidates, limit)
+            if chosen is not None:
+                return chosen
+        documents = [
+            Document(str(n), ((m.name, 3.0), (m.description, 2.0), (m.body, 1.0)))
+            for n, m in enumerate(candidates)
+        ]
+        return [candidates[int(key)] for key, _ in bm25(prompt, documents)[:limit]]
+
+    def _select_with_model(
+        self, prompt: str, candidates: list[Memory], limit: int
+    ) -> list[Memory] | None:
+        """The backend's choice, or ``None`` to fall back to BM25 (offline, or a failure)."""
+        try:
+            backend = self.frame.model_backend()
+        except ModelError as exc:
+            log.warning("memdir: no model backend for memory selection (%s); using BM25", exc)
+            return None
+        if not backend_supports(backend, "select_memories"):
+            return None
+        by_file = {m.relative_to(self.store.root): m for m in candidates}
+        manifest = "\n".join(
+            f"- {file}: {m.name} — {m.description}" for file, m in sorted(by_file.items())
+        )
+        request = ModelRequest(
+            system="You pick which saved memories would help answer a request. Reply with a "
+            f"JSON list of at most {limit} file names from the list, most useful first, or [].",
+            messages=[{"role": "user", "content": f"Request:\n{prompt}\n\nMemories:\n{manifest}"}],
+            max_tokens=256,
+            purpose="select_memories",
+            timeout=10.0,
+        )
+        try:
+            answer = backend.complete(request).text
+            match = _JSON_LIST.search(answer)
+            names = orjson.loads(match.group(0)) if match else []
+        except (ModelError, orjson.JSONDecodeError) as exc:
+            log.warning("memdir: memory selection failed (%s); using BM25", exc)
+            return None
+        if not isinstance(names, list):
+            return None
+        return [by_file[n] for n in names if isinstance(n, str) and n in by_file][:limit]
+
+    def _render(self, memory: Memory) -> str:
+        body = memory.body
+        budget = self.settings.file_bytes
+        if len(body.encode("utf-8")) > budget:
+            body = body.encode("utf-8")[:budget].decode("utf-8", "ignore") + "\n[… truncated]"
+        header = f"## {memory.name} ({memory.relative_to(self.store.root)}, {memory.type})"
+        caveat = freshness_caveat(memory)
+        return "\n".join([header, *([f"> {caveat}"] if caveat else []), "", body])

@@ -1,0 +1,309 @@
+"""The memory directory on disk: list, add (never a duplicate), forget, keep ``MEMORY.md`` in step.
+
+Every read-modify-write of the index happens under an exclusive ``flock`` on
+``<memory dir>/.memframe.lock``, and every file is written atomically, so several processes
+(hook runs, sessions in parallel) can save memories into one directory at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memframe._fs import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir
+from memframe.memdir.files import (
+    DEFAULT_SCOPE,
+    MEMORY_TYPES,
+    TEAM_DIR,
+    Memory,
+    MemoryFormatError,
+    normalise,
+    parse_memory,
+    render_memory,
+    slugify,
+)
+from memframe.memdir.index import INDEX_FILE, index_line, indexed_files, update_index
+
+LOCK_FILE = ".memframe.lock"
+MAX_MEMORY_BYTES = 250_000
+
+
+@dataclass
+class DoctorReport:
+    """What ``memframe memory doctor`` found (empty lists: healthy)."""
+
+    index_lines: int = 0
+    index_bytes: int = 0
+    over_limit: list[str] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)  # files the index does not mention
+    dangling: list[str] = field(default_factory=list)  # index lines pointing nowhere
+    duplicates: list[list[str]] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # older than ``stale_days``
+    bad_permissions: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    unknown_types: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not (
+            self.over_limit
+            or self.orphans
+            or self.dangling
+            or self.duplicates
+            or self.bad_permissions
+            or self.unreadable
+        )
+
+
+class MemoryStore:
+    def __init__(self, root: Path) -> None:
+        # resolved: agents report resolved paths, and a symlinked base must compare equal
+        self.root = root.resolve()
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_FILE
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def memory_paths(self) -> list[Path]:
+        """Memory files (``*.md`` but the index), private and team, sorted; hidden files and
+        symlinks are skipped."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for directory in (self.root, self.root / TEAM_DIR):
+            if not directory.is_dir() or directory.is_symlink():
+                continue
+            for path in directory.glob("*.md"):
+                if path.name.startswith(".") or path.is_symlink() or not path.is_file():
+                    continue
+                if path == self.index_path:
+                    continue
+                found.append(path)
+        return sorted(found)
+
+    def read(self, path: Path) -> Memory:
+        stat = path.stat()
+        if stat.st_size > MAX_MEMORY_BYTES:
+            raise MemoryFormatError(
+                f"{path} is {stat.st_size:,} bytes (limit {MAX_MEMORY_BYTES:,})"
+            )
+        return parse_memory(path.read_text(encoding="utf-8"), path, stat.st_mtime)
+
+    def memories(self) -> list[Memory]:
+        """Every readable memory (unreadable ones are skipped; ``doctor`` reports them)."""
+        out = []
+        for path in self.memory_paths():
+            try:
+                out.append(self.read(path))
+            except (OSError, UnicodeDecodeError, MemoryFormatError):
+                continue
+        return out
+
+    def index_text(self) -> str:
+        try:
+            return self.index_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+
+    def find(self, ref: str) -> Memory:
+        """A memory by file (``name.md``, ``team/name.md``) or by its ``name``."""
+        for memory in self.memories():
+            if ref in (memory.relative_to(self.root), memory.path.name, memory.name):
+                return memory
+        raise KeyError(f"no memory {ref!r} in {self.root}")
+
+    # -- writing -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive across processes for read-modify-write of the directory and its index."""
+        ensure_private_dir(self.root)
+        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def duplicate_of(self, body: str, memories: Iterable[Memory] | None = None) -> Memory | None:
+        key = normalise(body)
+        for memory in self.memories() if memories is None else memories:
+            if normalise(memory.body) == key:
+                return memory
+        return None
+
+    def add(
+        self,
+        name: str,
+        description: str,
+        kind: str,
+        body: str,
+        *,
+        scope: str | None = None,
+    ) -> Memory | None:
+        """Save a new memory and index it; ``None`` when an equal memory already exists."""
+        text = render_memory(name, description, kind, body)
+        if len(text.encode("utf-8")) > MAX_MEMORY_BYTES:
+            raise MemoryFormatError(f"a memory is limited to {MAX_MEMORY_BYTES:,} bytes")
+        scope = scope or DEFAULT_SCOPE.get(kind, "private")
+        if scope not in ("private", "team"):
+            raise MemoryFormatError(f"scope must be private or team, got {scope!r}")
+        if kind == "user" and scope == "team":
+            raise MemoryFormatError("user memories are always private")
+        with self.locked():
+            if self.duplicate_of(body) is not None:
+                return None
+            directory = self.root / TEAM_DIR if scope == "team" else self.root
+            ensure_private_dir(directory)
+            path = self._free_path(directory, slugify(name))
+            atomic_write_text(path, text)
+            memory = self.read(path)
+            self._index({memory.relative_to(self.root): memory})
+            return memory
+
+    def save_files(self, files: dict[Path, str]) -> tuple[list[Memory], list[str]]:
+        """Write memory files an agent produced, under the lock: never a duplicate of an existing
+        memory (or of another file in the batch), never the index, never outside the directory.
+        Returns the memories saved and why the others were not."""
+        saved: list[Memory] = []
+        skipped: list[str] = []
+        with self.locked():
+            seen = {normalise(m.body): m.path for m in self.memories()}
+            for path, text in files.items():
+                try:
+                    relative = path.relative_to(self.root).as_posix()
+                except ValueError:
+                    skipped.append(f"{path}: outside the memory directory")
+                    continue
+                if path.name == INDEX_FILE or path.suffix != ".md":
+                    skipped.append(f"{relative}: only memory files (*.md, not the index)")
+                    continue
+                memory = parse_memory(text, path)
+                key = normalise(memory.body)
+                if not key:
+                    skipped.append(f"{relative}: empty")
+                    continue
+                other = seen.get(key)
+                if other is not None and other != path:
+                    skipped.append(f"{relative}: duplicate of {other.relative_to(self.root)}")
+                    continue
+                ensure_private_dir(path.parent)
+                atomic_write_text(path, text)
+                seen[key] = path
+                saved.append(self.read(path))
+            self._index({m.relative_to(self.root): m for m in saved})
+        return saved, skipped
+
+    def _free_path(self, directory: Path, slug: str) -> Path:
+        path = directory / f"{slug}.md"
+        number = 1
+        while path.exists() or path.is_symlink() or path.name == INDEX_FILE:
+            number += 1
+            path = directory / f"{slug}-{number}.md"
+        return path
+
+    def forget(self, ref: str) -> Memory:
+        with self.locked():
+            memory = self.find(ref)
+            memory.path.unlink()
+            self._write_index(update_index(self.index_text(), {}, [memory.relative_to(self.root)]))
+            return memory
+
+    def reindex(self, paths: Iterable[Path]) -> None:
+        """Index lines for files written by someone else (an agent): added or refreshed; lines
+        of files that no longer exist are dropped."""
+        with self.locked():
+            present: dict[str, Memory] = {}
+            gone: list[str] = []
+            for path in paths:
+                relative = path.relative_to(self.root).as_posix()
+                if path.is_file():
+                    with contextlib.suppress(OSError, UnicodeDecodeError, MemoryFormatError):
+                        present[relative] = self.read(path)
+                else:
+                    gone.append(relative)
+            self._index(present, gone)
+
+    def rebuild_index(self, memories: list[Memory] | None = None) -> str:
+        """Rewrite ``MEMORY.md`` from the files: one line per memory, grouped by type, newest
+        first, so the index fits its limits with the most useful lines on top."""
+        with self.locked():
+            memories = self.memories() if memories is None else memories
+            order = {kind: n for n, kind in enumerate(MEMORY_TYPES)}
+            memories.sort(key=lambda m: (order.get(m.type, len(order)), -m.mtime, m.name))
+            lines = ["# Memory index", ""]
+            current = None
+            for memory in memories:
+                if memory.type != current:
+                    current = memory.type
+                    if len(lines) > 2:
+                        lines.append("")
+                    lines.append(f"## {current}")
+                lines.append(
+                    index_line(memory.name, memory.relative_to(self.root), memory.description)
+                )
+            text = "\n".join(lines) + "\n"
+            self._write_index(text)
+            return text
+
+    def _index(self, present: dict[str, Memory], gone: Iterable[str] = ()) -> None:
+        gone = list(gone)
+        if not present and not gone:
+            return
+        lines = {rel: index_line(m.name, rel, m.description) for rel, m in present.items()}
+        current = self.index_text()
+        updated = update_index(current or "# Memory index\n", lines, gone)
+        if updated != current:
+            self._write_index(updated)
+
+    def _write_index(self, text: str) -> None:
+        atomic_write_text(self.index_path, text)
+
+    # -- health --------------------------------------------------------------------------------
+
+    def doctor(self, stale_days: int = 90, now: float | None = None) -> DoctorReport:
+        from memframe.memdir.index import MAX_BYTES, MAX_LINES
+
+        now = time.time() if now is None else now
+        report = DoctorReport()
+        text = self.index_text()
+        report.index_lines = len(text.splitlines())
+        report.index_bytes = len(text.encode("utf-8"))
+        if report.index_lines > MAX_LINES:
+            report.over_limit.append(f"{report.index_lines} lines (limit {MAX_LINES})")
+        if report.index_bytes > MAX_BYTES:
+            report.over_limit.append(f"{report.index_bytes:,} bytes (limit {MAX_BYTES:,})")
+        indexed = indexed_files(text)
+        files = {p.relative_to(self.root).as_posix(): p for p in self.memory_paths()}
+        report.dangling = sorted(f for f in indexed if f not in files)
+        report.orphans = sorted(f for f in files if f not in indexed)
+        by_body: dict[str, list[str]] = {}
+        for relative, path in files.items():
+            try:
+                memory = self.read(path)
+            except (OSError, UnicodeDecodeError, MemoryFormatError) as exc:
+                report.unreadable.append(f"{relative}: {exc}")
+                continue
+            by_body.setdefault(normalise(memory.body), []).append(relative)
+            if memory.age_days(now) > stale_days:
+                report.stale.append(f"{relative} ({memory.age_days(now)} days)")
+            if not memory.known_type:
+                report.unknown_types.append(f"{relative} (type {memory.type!r})")
+        report.duplicates = sorted(sorted(g) for g in by_body.values() if len(g) > 1)
+        for path in [self.root, *files.values(), self.index_path]:
+            if not path.exists():
+                continue
+            mode = path.stat().st_mode & 0o777
+            expected = 0o700 if path.is_dir() else 0o600
+            if mode & 0o077:
+                report.bad_permissions.append(
+                    f"{path} is {oct(mode)[2:]} (expected {oct(expected)[2:]})"
+                )
+        return report

@@ -1,0 +1,181 @@
+"""Memories without a model: the user's explicit statements, saved as typed memory files.
+
+"remember that …", "always …", "never …", "I prefer …" and corrections of the agent ("no, use …",
+"don't …") in the new part of the conversation become ``feedback`` or ``user`` memories, each
+answered as one ``Write`` into the memory directory. A statement already in the manifest (same
+normalised text) is not written again.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from memframe import _backend
+from memframe.memdir.files import normalise, render_memory, slugify
+from memframe.models.base import ModelRequest, ModelResponse, ToolCall
+from memframe.models.offline._common import (
+    CORRECTION,
+    OWN_CALL_PREFIX,
+    clip,
+    read_conversation,
+    user_text,
+)
+
+MAX_STATEMENT = 300
+MAX_MESSAGE = 4_000  # longer user messages are pasted material, not statements
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_REMEMBER = re.compile(r"\b(?:please\s+)?remember\s*(?:that|this|:|,)?\s*(?P<what>.+)", re.I)
+_RULE = re.compile(
+    r"^(?:please\s+)?(?:(?:you\s+)?(?:should\s+)?)(?P<what>(?:always|never)\b.+)", re.I
+)
+_PREFER = re.compile(
+    r"\bI(?:\s+really)?\s+(?:prefer|like|love|hate|dislike|want you to|would like you to"
+    r"|'d like you to)\b.+",
+    re.I,
+)
+_ABOUT_USER = re.compile(r"\b(?:I|I'm|I am|my|me|mine)\b", re.I)
+
+
+def statements(text: str) -> list[tuple[str, str]]:
+    """``(type, statement)`` for each explicit statement in one user message."""
+    if len(text) > MAX_MESSAGE:
+        return []
+    found: list[tuple[str, str]] = []
+    first = True
+    for sentence in _SENTENCE.split(text.strip()):
+        sentence = sentence.strip(" -*>\t")
+        if not sentence or len(sentence) > MAX_STATEMENT:
+            first = False
+            continue
+        if match := _REMEMBER.search(sentence):
+            what = match.group("what").strip()
+            kind = "user" if _ABOUT_USER.search(what) else "feedback"
+            found.append((kind, _capital(what)))
+        elif match := _RULE.match(sentence):
+            found.append(("feedback", _capital(match.group("what").strip())))
+        elif _PREFER.search(sentence):
+            found.append(("user", _capital(sentence)))
+        elif first and CORRECTION.match(sentence) and len(sentence.split()) >= 3:
+            found.append(("feedback", f"Correction from the user: {sentence}"))
+        first = False
+    return found
+
+
+# Claude Code's own slash commands say nothing about the user; custom ones describe their workflow.
+BUILTIN_COMMANDS = frozenset(
+    (
+        "add-dir",
+        "agents",
+        "bug",
+        "clear",
+        "compact",
+        "config",
+        "context",
+        "cost",
+        "doctor",
+        "export",
+        "help",
+        "hooks",
+        "ide",
+        "init",
+        "install-github-app",
+        "login",
+        "logout",
+        "mcp",
+        "memory",
+        "model",
+        "permissions",
+        "pr-comments",
+        "release-notes",
+        "resume",
+        "review",
+        "rewind",
+        "security-review",
+        "status",
+        "statusline",
+        "terminal-setup",
+        "todos",
+        "upgrade",
+        "usage",
+        "vim",
+    )
+)
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def observations(requests: list[str]) -> list[tuple[str, str]]:
+    """Durable facts about how the user works, from the shape of their requests: the custom
+    slash commands they use (with what each one expands to) and the language they write in."""
+    found: list[tuple[str, str]] = []
+    for n, request in enumerate(requests):
+        if request.startswith("/"):
+            command = request.split()[0][1:]
+            if command and command.lower() not in BUILTIN_COMMANDS:
+                following = requests[n + 1] if n + 1 < len(requests) else ""
+                purpose = next((ln.strip() for ln in following.splitlines() if ln.strip()), "")
+                found.append(
+                    (
+                        "user",
+                        f"The user works with the custom slash command /{command}"
+                        + (f": {clip(purpose, 200)}" if purpose else "."),
+                    )
+                )
+        language = _language(request)
+        if language:
+            found.append(("user", f"The user sometimes writes to the agent in {language}."))
+    return found
+
+
+def _language(text: str) -> str | None:
+    if _KANA.search(text):
+        return "Japanese"
+    if _HANGUL.search(text):
+        return "Korean"
+    if _HAN.search(text):
+        return "Chinese"
+    return None
+
+
+def _capital(text: str) -> str:
+    text = text.rstrip()
+    return text[:1].upper() + text[1:]
+
+
+def extract_memories_recipe(request: ModelRequest) -> ModelResponse:
+    task = request.task
+    memory_dir = Path(str(task["memory_dir"]))
+    start = int(task.get("conversation_start", 0))
+    end = int(task.get("conversation_end", len(request.messages)))
+    known = {str(entry["hash"]) for entry in task.get("manifest", [])}
+    taken = {str(entry["file"]) for entry in task.get("manifest", [])}
+    conv = read_conversation(request.messages[start:end])
+    calls: list[ToolCall] = []
+    requests = [text for message in conv.messages if (text := user_text(message))]
+    found = [pair for request in requests for pair in statements(request)]
+    for kind, statement in [*found, *observations(requests)]:
+        digest = f"{_backend.xxh3_64(normalise(statement)):016x}"
+        if digest in known:
+            continue
+        known.add(digest)
+        name = clip(statement, 60).rstrip("…").rstrip(" .,;:")
+        slug = slugify(name)
+        file = f"{slug}.md"
+        number = 1
+        while file in taken:
+            number += 1
+            file = f"{slug}-{number}.md"
+        taken.add(file)
+        content = render_memory(name, clip(statement, 150), kind, statement)
+        calls.append(
+            ToolCall(
+                f"{OWN_CALL_PREFIX}{len(calls) + 1}",
+                "Write",
+                {"file_path": str(memory_dir / file), "content": content},
+            )
+        )
+    if not calls:
+        return ModelResponse(text="Nothing new to remember.", stop_reason="end_turn")
+    return ModelResponse(tool_calls=tuple(calls), stop_reason="tool_use")
