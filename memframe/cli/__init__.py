@@ -16,6 +16,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "replay the bundled agent session through every layer"),
     "replay": ("replay", "replay a Claude Code or Codex transcript through all layers"),
     "context": ("context", "print what the layers would inject for a session"),
+    "memory": ("memory", "list, show, add, forget memories; doctor checks the directory"),
+    "dream": ("dream", "consolidate the memory directory (--now skips the gates)"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
 }
 

@@ -4,4 +4,5 @@ BUILTIN_LAYERS: tuple[str, ...] = (
     "memframe.layers.session_memory:SessionMemoryLayer",
     "memframe.layers.memdir:MemdirLayer",
     "memframe.layers.extract_memories:ExtractMemoriesLayer",
+    "memframe.layers.dream:DreamLayer",
 )

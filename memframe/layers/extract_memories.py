@@ -190,10 +190,10 @@ class ExtractMemoriesLayer:
         )
         try:
             result = agent.run(request)
-        except ModelError as exc:
+            saved, skipped = self.store.save_files(staged)
+        except Exception as exc:  # recorded, then reported through on_layer_error
             record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise
-        saved, skipped = self.store.save_files(staged)
         self.state(session)["cursor"] = len(history)
         record.update(
             status="saved" if saved else "nothing",

@@ -18,7 +18,6 @@ from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
 from memframe.session_notes import (
-    NotesFormatError,
     Template,
     load_prompt,
     load_template,
@@ -224,7 +223,11 @@ class SessionMemoryLayer:
             return
         settings = self.settings()
         path = self.notes_path(session)
-        current = self._current_notes(path, record)
+        try:
+            current = self._current_notes(path, record)
+        except OSError as exc:
+            record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+            raise
         request = self._request(session, snapshot, path, current, settings)
         agent = ForkedAgent(
             backend,
@@ -235,7 +238,7 @@ class SessionMemoryLayer:
         )
         try:
             result = agent.run(request)
-        except (ModelError, NotesFormatError) as exc:
+        except Exception as exc:  # recorded, then reported through on_layer_error
             record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             record["finished_at"] = time.time()
             raise

@@ -201,6 +201,29 @@ class MemoryStore:
             self._index({m.relative_to(self.root): m for m in saved})
         return saved, skipped
 
+    def apply(self, changes: dict[Path, str | None]) -> tuple[list[str], list[str]]:
+        """Apply an agent's consolidation under the lock: ``None`` deletes a file, text rewrites
+        it. Only memory files inside the directory; the index is left to ``rebuild_index``.
+        Returns (deleted, written) as relative paths."""
+        deleted: list[str] = []
+        written: list[str] = []
+        with self.locked():
+            for path, text in changes.items():
+                try:
+                    relative = path.relative_to(self.root).as_posix()
+                except ValueError:
+                    continue
+                if path.name == INDEX_FILE or path.suffix != ".md":
+                    continue
+                if text is None:
+                    path.unlink(missing_ok=True)
+                    deleted.append(relative)
+                else:
+                    ensure_private_dir(path.parent)
+                    atomic_write_text(path, text)
+                    written.append(relative)
+        return deleted, written
+
     def _free_path(self, directory: Path, slug: str) -> Path:
         path = directory / f"{slug}.md"
         number = 1
@@ -249,7 +272,7 @@ class MemoryStore:
                 lines.append(
                     index_line(memory.name, memory.relative_to(self.root), memory.description)
                 )
-            text = "\n".join(lines) + "\n"
+            text = "\n".join(_within_limits(lines, len(memories))) + "\n"
             self._write_index(text)
             return text
 
@@ -307,3 +330,22 @@ class MemoryStore:
                     f"{path} is {oct(mode)[2:]} (expected {oct(expected)[2:]})"
                 )
         return report
+
+
+def _within_limits(lines: list[str], total: int) -> list[str]:
+    """Index lines cut to ``MAX_LINES`` and ``MAX_BYTES`` (room kept for a last line saying how
+    many memories are not listed)."""
+    from memframe.memdir.index import MAX_BYTES, MAX_LINES
+
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = len(line.encode("utf-8")) + 1
+        if len(kept) >= MAX_LINES - 1 or used + cost > MAX_BYTES - 200:
+            break
+        kept.append(line)
+        used += cost
+    if len(kept) < len(lines):
+        listed = sum(1 for line in kept if line.startswith("- ["))
+        kept.append(f"- … {total - listed} more memories are not listed here (see the folder)")
+    return kept

@@ -88,8 +88,8 @@ class BackendRegistry:
         backend = self._factories[name](options or {}, os.environ if env is None else env)
         if not isinstance(backend, ModelBackend):
             raise ModelNotConfiguredError(
-                f"model backend {name!r}: the factory returned {backend!r}, which has no "
-                "complete(request) method"
+                f"model backend {name!r}: the factory returned {backend!r}, which is not a "
+                "backend (it needs a `name` attribute and a complete(request) method)"
             )
         return backend
 

@@ -44,7 +44,12 @@ def option_str(
     env: Mapping[str, str] | None = None,
     env_var: str | None = None,
 ) -> str | None:
-    """``options[key]`` (a non-empty string), else ``env[env_var]`` when set and non-empty."""
+    """``env[env_var]`` when set and non-empty, else ``options[key]`` (a non-empty string): the
+    environment beats the settings file, as for every memframe option."""
+    if env is not None and env_var is not None:
+        from_env = env.get(env_var, "").strip()
+        if from_env:
+            return from_env
     value = options.get(key)
     if value is not None:
         if not isinstance(value, str) or not value.strip():
@@ -53,10 +58,6 @@ def option_str(
                 f"got {type(value).__name__}"
             )
         return value.strip()
-    if env is not None and env_var is not None:
-        from_env = env.get(env_var, "").strip()
-        if from_env:
-            return from_env
     return None
 
 

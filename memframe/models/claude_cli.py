@@ -230,8 +230,8 @@ class ClaudeCliBackend:
     def from_options(cls, options: Mapping[str, Any], env: Mapping[str, str]) -> ClaudeCliBackend:
         """Build from ``models.claude-cli`` settings and the environment."""
         wanted = (
-            _option_str(options, "bin")
-            or env.get("MEMFRAME_CLAUDE_BIN", "").strip()
+            env.get("MEMFRAME_CLAUDE_BIN", "").strip()
+            or _option_str(options, "bin")
             or DEFAULT_EXECUTABLE
         )
         found = shutil.which(wanted, path=env.get("PATH"))

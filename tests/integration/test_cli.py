@@ -159,7 +159,8 @@ def test_context_prints_the_notes_kept_at_compaction(tmp_path):
         "--json",
     )
     data = json.loads(as_json.stdout)
-    assert data["session"] == session and data["context"] == []
+    assert data["session"] == session
+    assert [(b["source"], b["title"]) for b in data["context"]] == [("memdir", "Memory")]
     assert "# Current State" in data["at_compaction"][0]
 
 

@@ -348,12 +348,14 @@ def test_from_options_reads_the_environment():
     backend.close()
 
 
-def test_options_win_over_the_environment():
+def test_the_environment_wins_over_options():
+    """As for every memframe option: environment > settings file."""
     backend = AnthropicBackend.from_options(
         {"api_key": "k-options-123456", "model": "claude-opt", "max_retries": 0, "backoff_base": 0},
         {"ANTHROPIC_API_KEY": KEY, "MEMFRAME_ANTHROPIC_MODEL": "claude-env"},
     )
-    assert backend.model == "claude-opt"
+    assert backend.model == "claude-env"
+    assert backend._api_key == KEY
     assert backend.base_url == "https://api.anthropic.com"
     assert backend._http.max_retries == 0
     backend.close()

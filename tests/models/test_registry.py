@@ -135,7 +135,7 @@ def test_a_layer_may_replace_a_builtin():
 def test_factory_returning_a_non_backend():
     registry = BackendRegistry()
     registry.register("broken", lambda options, env: 42)
-    with pytest.raises(ModelNotConfiguredError, match="no complete"):
+    with pytest.raises(ModelNotConfiguredError, match="not a backend"):
         registry.create("broken", env={})
 
 

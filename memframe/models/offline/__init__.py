@@ -9,6 +9,7 @@ from typing import Any
 
 from memframe.models.base import ModelError, ModelRequest, ModelResponse
 from memframe.models.offline._common import OWN_CALL_PREFIX
+from memframe.models.offline.consolidate import consolidate_recipe
 from memframe.models.offline.memories import extract_memories_recipe
 from memframe.models.offline.session_notes import session_notes_recipe
 
@@ -22,6 +23,7 @@ class OfflineBackend:
         self.recipes: dict[str, Recipe] = {
             "session_memory": session_notes_recipe,
             "extract_memories": extract_memories_recipe,
+            "dream": consolidate_recipe,
         }
 
     @classmethod
