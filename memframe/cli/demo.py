@@ -48,6 +48,32 @@ def print_secret_scan(path: Path) -> None:
         print(f"  line {finding.line}: {finding.rule_id}")
 
 
+def print_memories(frame: object) -> None:
+    """What the extraction layer saved into the memory directory."""
+    from memframe.memdir import MemoryStore, locate
+
+    store = MemoryStore(locate(frame).path)  # type: ignore[arg-type]
+    memories = store.memories()
+    print(f"\nmemory directory: {store.root}")
+    print(f"  {len(memories)} memor{'y' if len(memories) == 1 else 'ies'} saved")
+    for memory in memories:
+        print(f"  {memory.relative_to(store.root)} ({memory.type}): {memory.description}")
+
+
+def print_next_context(frame: object, prompt: str) -> None:
+    """What the layers would inject into the next session's first prompt."""
+    from memframe.frame import MemoryFrame
+
+    assert isinstance(frame, MemoryFrame)
+    session = frame.session("demo-next")
+    blocks = session.context_blocks(prompt)
+    print(f"\ncontext for a new session's prompt {prompt!r}")
+    for block in blocks:
+        lines = block.text.count("\n") + 1
+        print(f"  [{block.source}] {block.title}: {lines} lines, {len(block.text):,} characters")
+    session.close("demo-complete")
+
+
 def run(args: argparse.Namespace) -> int:
     from memframe._fs import ensure_private_dir
     from memframe.cli._common import open_frame_from_args
@@ -72,8 +98,10 @@ def run(args: argparse.Namespace) -> int:
     print("model backend: offline; every file written stays under", out)
     with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
         report = replay_into(frame, replay_args)
-    print_summary(report, frame)
-    print_session_memory(report, show_notes=not args.quiet)
+        print_summary(report, frame)
+        print_session_memory(report, show_notes=not args.quiet)
+        print_memories(frame)
+        print_next_context(frame, "Update CLAUDE.md with the orchestrator workflow")
     print_secret_scan(replay_args.transcript)
     print(f"\nfiles: {out}")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
