@@ -123,7 +123,9 @@ class Workspace:
         if path in self._staged:
             return self._staged[path]
         try:
-            text = path.read_text(encoding="utf-8")
+            # newline="": line endings are kept as they are (a CRLF file stays CRLF)
+            with open(path, encoding="utf-8", newline="") as file:
+                text: str | None = file.read()
         except FileNotFoundError:
             text = None
         self._original.setdefault(path, text)

@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "context": ("context", "print what the layers would inject for a session"),
     "memory": ("memory", "list, show, add, forget memories; doctor checks the directory"),
     "dream": ("dream", "consolidate the memory directory (--now skips the gates)"),
+    "docs": ("docs", "list the tracked Magic Docs, or update one now"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
 }
 

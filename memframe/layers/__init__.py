@@ -5,4 +5,5 @@ BUILTIN_LAYERS: tuple[str, ...] = (
     "memframe.layers.memdir:MemdirLayer",
     "memframe.layers.extract_memories:ExtractMemoriesLayer",
     "memframe.layers.dream:DreamLayer",
+    "memframe.layers.magic_docs:MagicDocsLayer",
 )
