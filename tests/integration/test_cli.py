@@ -63,9 +63,12 @@ def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
     assert "summary" in result.stdout
     assert str(out) in result.stdout
     state = out / "home" / "projects"
-    state_files = list(state.rglob("state.json"))
-    assert len(state_files) == 1
-    assert state_files[0].stat().st_mode & 0o777 == 0o600
+    state_files = sorted(state.rglob("state.json"))
+    # the replayed session, and the new session whose first context the demo shows
+    assert [p.parent.name for p in state_files] == ["demo", "demo-next"]
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in state_files)
+    assert "session memory: 1 extraction(s)" in result.stdout
+    assert "context for a new session's prompt" in result.stdout
     assert not (tmp_path / ".memframe").exists(), "the demo must not touch the real memory base"
 
 
