@@ -20,6 +20,7 @@ from memframe.remote_config import DEFAULT_TTL, RemoteConfig
 from memframe.session import Session
 
 if TYPE_CHECKING:
+    from memframe.memdir.location import MemoryLocation
     from memframe.scanner import SecretScanner
 
 T = TypeVar("T")
@@ -59,6 +60,7 @@ class MemoryFrame:
         self._scanner: SecretScanner | None = None
         self._model: ModelBackend | None = None
         self._model_lock = threading.Lock()
+        self._memory_location: MemoryLocation | None = None  # memframe.memdir.locate caches it
         self.remote_config = RemoteConfig(self, ttl=_remote_ttl(config.settings))
         for dotted in builtin_layers:
             self.manager.load_dotted(dotted, frame=self)

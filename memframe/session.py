@@ -29,12 +29,18 @@ class SessionClosedError(RuntimeError):
     """An event arrived for a session that was already closed."""
 
 
+# Names under the project's directory that are not sessions.
+RESERVED_SESSION_IDS = frozenset({"memory"})
+
+
 def validate_session_id(session_id: str) -> str:
     if not isinstance(session_id, str) or not _SESSION_ID.fullmatch(session_id):
         raise ValueError(
             f"invalid session id {session_id!r}: use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
+    if session_id in RESERVED_SESSION_IDS:
+        raise ValueError(f"invalid session id {session_id!r}: the name is reserved")
     return session_id
 
 

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("memory", "list, show, add, forget memories; doctor checks the directory"),
     "dream": ("dream", "consolidate the memory directory (--now skips the gates)"),
     "docs": ("docs", "list the tracked Magic Docs, or update one now"),
+    "serve": ("serve", "run the team memory server; manage its tokens"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
 }
 

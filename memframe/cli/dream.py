@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from memframe.cli._common import add_frame_arguments, open_frame_from_args, print_json
+from memframe.cli._common import (
+    add_frame_arguments,
+    check_model_backend,
+    open_frame_from_args,
+    print_json,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from memframe.config import ConfigError
     from memframe.layers.dream import DreamLayer, DreamResult
 
-    with open_frame_from_args(args) as frame:
+    frame = open_frame_from_args(args)
+    check_model_backend(frame)
+    with frame:
         layer = frame.manager.get_plugin("dream")
         if not isinstance(layer, DreamLayer):
             try:

@@ -74,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"saved {saved.path}")
                 return EXIT_OK
             if args.action == "forget":
-                gone = store.forget(args.ref)
-                print(f"forgot {gone.relative_to(store.root)}")
+                print(f"forgot {store.forget(args.ref)}")
                 return EXIT_OK
             report = store.doctor(stale_days=args.stale_days)
             _print_doctor(store, report, args.json)

@@ -9,10 +9,12 @@ in a session is not repeated, and per-file and per-session byte budgets keep the
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -22,6 +24,7 @@ from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.memdir import MemoryStore, freshness_caveat, load_for_prompt, locate
 from memframe.memdir.files import Memory
+from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelError, ModelRequest, backend_supports
 from memframe.ranking import Document, bm25
 
@@ -87,6 +90,22 @@ class MemdirLayer:
             if relevant:
                 blocks.append(ContextBlock(self.name, "Relevant memories", relevant))
         return blocks
+
+    @hookimpl
+    def on_tool_use(self, session: Session, tool_use: ToolUseBlock) -> None:
+        """The agent wrote a memory file itself: give it its index line."""
+        if tool_use.name not in ("Write", "Edit", "MultiEdit"):
+            return
+        target = tool_use.input.get("file_path")
+        if not isinstance(target, str) or not target:
+            return
+        path = Path(os.path.realpath(target))
+        try:
+            relative = path.relative_to(self.store.root).as_posix()
+        except ValueError:
+            return
+        if self.store.placeable(relative):
+            self.store.reindex([path])
 
     def relevant(self, session: Session, prompt: str) -> str:
         """Up to ``max_relevant`` memories for ``prompt`` not surfaced before in the session."""

@@ -26,21 +26,28 @@ MODE_ENV = "MEMFRAME_MEMORY_MODE"
 
 
 def locate(frame: MemoryFrame) -> MemoryLocation:
-    """The memory directory of ``frame``'s project (see :func:`resolve_memory_dir`)."""
+    """The memory directory of ``frame``'s project (see :func:`resolve_memory_dir`); resolved
+    once per frame, so every layer agrees and a warning is logged once."""
     from memframe.config import SETTINGS_FILE, ConfigError
+
+    cached: MemoryLocation | None = getattr(frame, "_memory_location", None)
+    if cached is not None:
+        return cached
 
     mode = os.environ.get(MODE_ENV, "").strip() or frame.config.settings.get(
         "memory_mode", "memframe"
     )
     if not isinstance(mode, str):
         raise ConfigError(f"settings 'memory_mode' must be a string, got {mode!r}")
-    return resolve_memory_dir(
+    location = resolve_memory_dir(
         frame.project_dir,
         mode=mode,
         home=frame.config.home,
         user_settings=frame.config.settings,
         user_settings_path=frame.config.config_dir / SETTINGS_FILE,
     )
+    frame._memory_location = location
+    return location
 
 
 __all__ = [

@@ -182,10 +182,17 @@ class MemoryStore:
                 except ValueError:
                     skipped.append(f"{path}: outside the memory directory")
                     continue
-                if path.name == INDEX_FILE or path.suffix != ".md":
-                    skipped.append(f"{relative}: only memory files (*.md, not the index)")
+                why = self._unplaceable(relative)
+                if why:
+                    skipped.append(f"{relative}: {why}")
                     continue
                 memory = parse_memory(text, path)
+                if not memory.known_type:
+                    skipped.append(f"{relative}: type {memory.type!r} is not one of {MEMORY_TYPES}")
+                    continue
+                if memory.type == "user" and relative.startswith(f"{TEAM_DIR}/"):
+                    skipped.append(f"{relative}: user memories are always private")
+                    continue
                 key = normalise(memory.body)
                 if not key:
                     skipped.append(f"{relative}: empty")
@@ -213,8 +220,11 @@ class MemoryStore:
                     relative = path.relative_to(self.root).as_posix()
                 except ValueError:
                     continue
-                if path.name == INDEX_FILE or path.suffix != ".md":
+                if self._unplaceable(relative):
                     continue
+                in_team = relative.startswith(f"{TEAM_DIR}/")
+                if in_team and text is not None and parse_memory(text, path).type == "user":
+                    continue  # user memories are always private
                 if text is None:
                     path.unlink(missing_ok=True)
                     deleted.append(relative)
@@ -224,6 +234,22 @@ class MemoryStore:
                     written.append(relative)
         return deleted, written
 
+    def placeable(self, relative: str) -> bool:
+        return self._unplaceable(relative) is None
+
+    @staticmethod
+    def _unplaceable(relative: str) -> str | None:
+        """Why ``relative`` cannot be a memory file (``None`` when it can): memories live at
+        the top level or directly in ``team/``, as ``*.md``, never as the index."""
+        parts = relative.split("/")
+        if relative == INDEX_FILE or not relative.endswith(".md"):
+            return "only memory files (*.md, not the index)"
+        if len(parts) > 2 or (len(parts) == 2 and parts[0] != TEAM_DIR):
+            return f"memories live at the top level or in {TEAM_DIR}/"
+        if any(part.startswith(".") for part in parts):
+            return "hidden file"
+        return None
+
     def _free_path(self, directory: Path, slug: str) -> Path:
         path = directory / f"{slug}.md"
         number = 1
@@ -232,12 +258,21 @@ class MemoryStore:
             path = directory / f"{slug}-{number}.md"
         return path
 
-    def forget(self, ref: str) -> Memory:
+    def forget(self, ref: str) -> str:
+        """Delete a memory and its index line; an index line pointing nowhere can be forgotten
+        by its file name too. Returns the relative file name."""
         with self.locked():
-            memory = self.find(ref)
-            memory.path.unlink()
-            self._write_index(update_index(self.index_text(), {}, [memory.relative_to(self.root)]))
-            return memory
+            try:
+                memory = self.find(ref)
+            except KeyError:
+                if ref not in indexed_files(self.index_text()):
+                    raise
+                relative = ref
+            else:
+                memory.path.unlink()
+                relative = memory.relative_to(self.root)
+            self._write_index(update_index(self.index_text(), {}, [relative]))
+            return relative
 
     def reindex(self, paths: Iterable[Path]) -> None:
         """Index lines for files written by someone else (an agent): added or refreshed; lines

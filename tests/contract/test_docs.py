@@ -37,6 +37,7 @@ RUNNABLE_DOCS = (
     "configuration.md",
     "session-memory.md",
     "models.md",
+    "memdir.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
