@@ -194,7 +194,9 @@ class ExtractMemoriesLayer:
         except Exception as exc:  # recorded, then reported through on_layer_error
             record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise
-        self.state(session)["cursor"] = len(history)
+        state = self.state(session)
+        # never backwards: a skip may have moved the cursor past this run's history meanwhile
+        state["cursor"] = max(int(state.get("cursor", 0)), len(history))
         record.update(
             status="saved" if saved else "nothing",
             saved=[m.relative_to(self.store.root) for m in saved],

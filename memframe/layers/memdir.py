@@ -168,7 +168,10 @@ class MemdirLayer:
         try:
             answer = backend.complete(request).text
             match = _JSON_LIST.search(answer)
-            names = orjson.loads(match.group(0)) if match else []
+            if match is None:
+                log.warning("memdir: the model did not answer with a list; using BM25")
+                return None
+            names = orjson.loads(match.group(0))
         except (ModelError, orjson.JSONDecodeError) as exc:
             log.warning("memdir: memory selection failed (%s); using BM25", exc)
             return None

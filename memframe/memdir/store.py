@@ -248,6 +248,8 @@ class MemoryStore:
             return f"memories live at the top level or in {TEAM_DIR}/"
         if any(part.startswith(".") for part in parts):
             return "hidden file"
+        if any(ch.isspace() or ch in "()[]" for ch in relative):
+            return "file names may not contain spaces or brackets (they break the index links)"
         return None
 
     def _free_path(self, directory: Path, slug: str) -> Path:

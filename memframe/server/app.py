@@ -60,8 +60,8 @@ def _iso(timestamp: float) -> str:
 
 
 def _unquote_etag(value: str | None) -> str | None:
-    if value is None:
-        return None
+    if value is None or not value.strip():
+        return None  # an empty header is no condition
     value = value.strip()
     if value.startswith("W/"):
         value = value[2:]
@@ -124,7 +124,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._route()
         except ApiError as exc:
             self._drain()
-            self._send(exc.status, exc.body())
+            allow = {"Allow": str(exc.details["allow"])} if "allow" in exc.details else None
+            self._send(exc.status, exc.body(), allow)
         except Exception as exc:  # never a stack trace to the client
             log.exception("unhandled error")
             self._send(
@@ -160,7 +161,12 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             remaining -= len(chunk)
 
-    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _handle
+    def __getattr__(self, name: str) -> Any:
+        # every method (GET, PUT, but also TRACE, QUERY…) is routed: unknown ones get a JSON 405
+        # instead of the standard library's HTML 501
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
 
     def _route(self) -> None:
         parts = urlsplit(self.path)
@@ -175,7 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
         if parts.path != API_PATH:
             raise ApiError(404, "not_found", f"no such endpoint: {parts.path}")
         if self.command not in ("GET", "PUT"):
-            raise ApiError(405, "method_not_allowed", f"{self.command} is not allowed here")
+            raise ApiError(
+                405, "method_not_allowed", f"{self.command} is not allowed here", allow="GET, PUT"
+            )
         query = parse_qs(parts.query, keep_blank_values=True)
         repos = query.get("repo", [])
         if len(repos) != 1 or not REPO.match(repos[0]):
@@ -281,6 +289,11 @@ class _Handler(BaseHTTPRequestHandler):
         if options.scan_secrets:
             self._refuse_secrets(entries)
         if_match = _unquote_etag(self.headers.get("If-Match"))
+        if if_match == "*":  # any current version: only "the repo must exist"
+            existing = self.server.storage.get(repo, with_entries=False)
+            if existing is None:
+                raise ApiError(412, "precondition_failed", "If-Match: * and nothing is stored")
+            if_match = None
         try:
             result = self.server.storage.put(
                 repo, entries, if_match=if_match, max_entries=options.max_entries

@@ -93,7 +93,10 @@ OPENAPI: dict[str, Any] = {
                     "entries": {
                         "type": "object",
                         "propertyNames": _KEY,
-                        "additionalProperties": {"type": "string", "maxLength": 250_000},
+                        "additionalProperties": {
+                            "type": "string",
+                            "description": "at most 250,000 bytes of UTF-8 (else 413)",
+                        },
                     }
                 },
             },

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,19 @@ def write_memory(
     """A memory file written by hand (mode 0600), optionally aged by ``age_days``."""
     path = root / file
     private_dir(path.parent)
-    text = raw if raw is not None else memory_text(
-        name or Path(file).stem.replace("-", " "),
-        description or body.splitlines()[0][:100],
-        kind,
-        body,
+    text = (
+        raw
+        if raw is not None
+        else memory_text(
+            name or Path(file).stem.replace("-", " "),
+            description or body.splitlines()[0][:100],
+            kind,
+            body,
+        )
     )
     path.write_text(text, encoding="utf-8")
     path.chmod(0o600)
     if age_days is not None:
-        import time
-
         mtime = time.time() - age_days * DAY
     if mtime is not None:
         os.utime(path, (mtime, mtime))
@@ -142,7 +145,9 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
-def assistant(text: str = "Done.", *tool_uses: tuple[str, dict[str, Any]], msg_id: str = "") -> dict:
+def assistant(
+    text: str = "Done.", *tool_uses: tuple[str, dict[str, Any]], msg_id: str = ""
+) -> dict:
     content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for n, (name, tool_input) in enumerate(tool_uses):
         content.append(

@@ -57,7 +57,7 @@ def project_of(tmp_path: Path) -> Path:
     return (tmp_path / "project").resolve()
 
 
-# -- memframe mode ----------------------------------------------------------------------------
+# -- memframe mode --------------------------------------------------------------------------------
 
 
 def test_default_is_under_the_memory_base(md_frame, tmp_path):
@@ -161,7 +161,7 @@ def test_an_unknown_mode_is_a_clear_error(md_frame, tmp_path):
         md_frame()
 
 
-# -- Claude mode ------------------------------------------------------------------------------
+# -- Claude mode ----------------------------------------------------------------------------------
 
 
 def claude_default(fake_home: Path, root: Path) -> Path:
@@ -277,7 +277,7 @@ def test_reads_an_existing_claude_code_memory(md_frame, tmp_path, fake_home, mon
     assert "## deploy notes (deploy_notes.md, unknown)" in blocks["Relevant memories"]
 
 
-# -- git roots and worktrees ------------------------------------------------------------------
+# -- git roots and worktrees ----------------------------------------------------------------------
 
 
 def git(*args: str, cwd: Path) -> None:

@@ -1,0 +1,230 @@
+"""Team sync settings: the ``team_sync`` object of settings.json, the environment and overrides.
+
+    {"team_sync": {"server": "https://memory.example.com", "repo": "acme/widgets",
+                   "token": "…", "enabled": true, "debounce_seconds": 2, "timeout": 10}}
+
+``server`` and ``token`` may come from ``MEMFRAME_TEAM_SERVER`` / ``MEMFRAME_TEAM_TOKEN`` (and
+``repo`` from ``MEMFRAME_TEAM_REPO``); when ``repo`` is not set it is derived from the project's
+git remote ``origin``. The token is never logged, printed or written anywhere by memframe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from memframe.config import ConfigError
+
+SECTION = "team_sync"
+ENV_SERVER = "MEMFRAME_TEAM_SERVER"
+ENV_REPO = "MEMFRAME_TEAM_REPO"
+ENV_TOKEN = "MEMFRAME_TEAM_TOKEN"
+# The server's rule for repo names (memframe.server.app.REPO).
+REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SCP_LIKE = re.compile(r"^(?:[^@/]+@)?[^:/]+:(?!//)(?P<path>.+)$")
+
+
+class SyncError(Exception):
+    """Team sync could not do what was asked (see the message)."""
+
+
+class SyncConfigError(ConfigError, SyncError):
+    """Team sync is not configured, or its settings are wrong."""
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    """Everything a sync client needs, resolved and checked. ``token`` is kept out of ``repr``."""
+
+    server: str  # base URL without a trailing slash
+    repo: str
+    token: str = field(repr=False)
+    timeout: float = 10.0
+    backoff_base: float = 0.5
+    max_retry_wait: float = 30.0
+    repo_source: str = "settings"
+
+    def identity(self) -> str:
+        """A digest of server, repo and token: a new token or server counts as a change."""
+        digest = hashlib.sha256()
+        for part in (self.server, self.repo, hashlib.sha256(self.token.encode()).hexdigest()):
+            digest.update(part.encode("utf-8") + b"\x00")
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class TeamSyncSettings:
+    """``team_sync`` in settings.json, with the environment applied."""
+
+    server: str | None = None
+    repo: str | None = None
+    token: str | None = field(default=None, repr=False)
+    enabled: bool = True
+    debounce_seconds: float = 2.0
+    timeout: float = 10.0
+    backoff_base: float = 0.5
+    max_retry_wait: float = 30.0
+
+    @classmethod
+    def from_settings(cls, raw: Any, env: Mapping[str, str] | None = None) -> TeamSyncSettings:
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        if raw is not None:
+            if not isinstance(raw, Mapping):
+                raise SyncConfigError(f"settings {SECTION!r} must be an object")
+            known = {f.name for f in fields(cls)}
+            for key, value in raw.items():
+                if key not in known:
+                    raise SyncConfigError(f"settings {SECTION!r}: unknown setting {key!r}")
+                values[key] = _checked(key, value)
+        for key, var in (("server", ENV_SERVER), ("repo", ENV_REPO), ("token", ENV_TOKEN)):
+            if env.get(var, "").strip():
+                values[key] = env[var].strip()
+        return replace(cls(), **values)
+
+    @property
+    def configured(self) -> bool:
+        """A server is set (the one thing that turns team sync on)."""
+        return bool(self.server)
+
+    def resolve(
+        self,
+        project_dir: Path | None = None,
+        *,
+        server: str | None = None,
+        repo: str | None = None,
+        token: str | None = None,
+    ) -> SyncConfig:
+        """The checked configuration; ``server``/``repo``/``token`` override the settings.
+
+        :raises SyncConfigError: something is missing or malformed (the message names it).
+        """
+        server = server or self.server
+        token = token or self.token
+        repo_source = "settings"
+        if repo:
+            repo_source = "argument"
+        elif self.repo:
+            repo = self.repo
+        elif project_dir is not None:
+            repo = repo_from_git(project_dir)
+            repo_source = "git remote origin"
+        missing = []
+        if not server:
+            missing.append(
+                f"the server (settings '{SECTION}.server', {ENV_SERVER} or --server)"
+            )
+        if not repo:
+            missing.append(
+                f"the repo (settings '{SECTION}.repo', {ENV_REPO} or --repo; it could not be "
+                "derived from the project's git remote 'origin')"
+            )
+        if not token:
+            missing.append(f"the token (settings '{SECTION}.token', {ENV_TOKEN} or --token)")
+        if missing:
+            raise SyncConfigError("team sync is not configured: missing " + "; ".join(missing))
+        assert server and repo and token
+        if not REPO.match(repo):
+            raise SyncConfigError(
+                f"team sync: repo must look like owner/name (letters, digits, '.', '_', '-'), "
+                f"got {repo!r}"
+            )
+        if any(ch.isspace() for ch in token) or not token.isprintable():
+            raise SyncConfigError("team sync: the token contains spaces or control characters")
+        return SyncConfig(
+            server=normalise_server(server),
+            repo=repo,
+            token=token,
+            timeout=self.timeout,
+            backoff_base=self.backoff_base,
+            max_retry_wait=self.max_retry_wait,
+            repo_source=repo_source,
+        )
+
+
+def _checked(key: str, value: Any) -> Any:
+    where = f"settings '{SECTION}.{key}'"
+    if key in ("server", "repo", "token"):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise SyncConfigError(f"{where} must be a string")
+        return value.strip() or None
+    if key == "enabled":
+        if not isinstance(value, bool):
+            raise SyncConfigError(f"{where} must be true or false")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise SyncConfigError(f"{where} must be a number of seconds")
+    if key == "timeout" and value <= 0:
+        raise SyncConfigError(f"{where} must be more than 0 seconds")
+    if value < 0:
+        raise SyncConfigError(f"{where} must be 0 seconds or more")
+    return float(value)
+
+
+def normalise_server(url: str) -> str:
+    """``url`` checked (http or https, a host, no credentials, query or fragment), without a
+    trailing slash."""
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError as exc:
+        raise SyncConfigError(f"team sync: the server URL {url!r} is malformed: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SyncConfigError(
+            f"team sync: the server must be an http:// or https:// URL, got {url!r}"
+        )
+    if parts.username or parts.password:
+        raise SyncConfigError(
+            "team sync: the server URL must not contain credentials; set the token instead"
+        )
+    if parts.query or parts.fragment:
+        raise SyncConfigError(
+            f"team sync: the server URL must not have a query or fragment, got {url!r}"
+        )
+    return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def repo_from_remote_url(url: str) -> str | None:
+    """``owner/name`` from a git remote URL (https, ssh, scp-like ``git@host:owner/name.git``,
+    file), or ``None``."""
+    url = url.strip()
+    if not url:
+        return None
+    if "://" in url:
+        path = urlsplit(url).path
+    else:
+        match = _SCP_LIKE.match(url)
+        path = match.group("path") if match else url
+    segments = [s for s in path.replace("\\", "/").split("/") if s]
+    if len(segments) < 2:
+        return None
+    name = segments[-1].removesuffix(".git")
+    repo = f"{segments[-2]}/{name}"
+    return repo if REPO.match(repo) else None
+
+
+def repo_from_git(project_dir: Path) -> str | None:
+    """The repo named by the git remote ``origin`` of ``project_dir``, or ``None``."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(project_dir), "config", "--get", "remote.origin.url"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return repo_from_remote_url(done.stdout)
