@@ -118,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         started = time.perf_counter()
         self._status = 500
+        self._body_read = False  # one handler serves every request of a keep-alive connection
         self._token: TokenInfo | None = None
         self._repo: str | None = None
         try:
@@ -185,6 +186,9 @@ class _Handler(BaseHTTPRequestHandler):
                 405, "method_not_allowed", f"{self.command} is not allowed here", allow="GET, PUT"
             )
         query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = sorted(set(query) - {"repo", "view"})
+        if unknown or (parts.query and not query):
+            raise ApiError(400, "bad_query", f"unknown query parameter(s): {unknown}")
         repos = query.get("repo", [])
         if len(repos) != 1 or not REPO.match(repos[0]):
             raise ApiError(400, "bad_repo", "give exactly one repo=<owner>/<name>")
