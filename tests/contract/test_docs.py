@@ -38,6 +38,7 @@ RUNNABLE_DOCS = (
     "session-memory.md",
     "models.md",
     "memdir.md",
+    "server.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
