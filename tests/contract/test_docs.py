@@ -39,6 +39,7 @@ RUNNABLE_DOCS = (
     "models.md",
     "memdir.md",
     "server.md",
+    "magic-docs.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}

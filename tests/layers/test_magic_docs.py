@@ -433,3 +433,42 @@ def test_docs_cli_lists_and_refuses_offline_updates(frame_factory, project, tmp_
     plain.write_text("# Readme\n")
     refused = run_memframe("docs", "update", str(plain), "--home", home, "--project", str(project))
     assert refused.returncode == 2 and "no '# MAGIC DOC: <title>' header" in refused.stderr
+
+
+def test_the_update_prompt_can_be_overridden(frame_factory, project, tmp_path):
+    (tmp_path / "config" / "magic-docs").mkdir(parents=True)
+    (tmp_path / "config" / "magic-docs" / "prompt.md").write_text(
+        "Refresh {{doc_title}} at {{doc_path}} ({{new_messages}} new). Rules: {{doc_instructions}}"
+        "\n---\n{{doc_contents}}"
+    )
+    seen: list[str] = []
+
+    class Recorder(SlowEditor):
+        name = "recorder"
+
+        def complete(self, request: ModelRequest) -> ModelResponse:
+            seen.append(request.messages[-1]["content"][-1]["text"])
+            return ModelResponse(text="nothing to change")
+
+    frame = frame_factory(
+        builtin_layers=[MAGIC_DOCS], layers=[with_backend(Recorder())], model="recorder"
+    )
+    session = frame.session("s1")
+    doc = project / "docs" / "API.md"
+    session.on_file_read(str(doc), None)
+    idle_turn(session)
+    frame.flush()
+    assert seen == [
+        f"Refresh API endpoints at {doc} (2 new). Rules: List every HTTP endpoint with its "
+        f"method and purpose.\n---\n{API_DOC}"
+    ]
+
+
+def test_a_bad_prompt_override_is_a_clear_error(tmp_path):
+    from memframe._manager import LayerLoadError
+    from memframe.testing import open_test_frame
+
+    (tmp_path / "config" / "magic-docs").mkdir(parents=True)
+    (tmp_path / "config" / "magic-docs" / "prompt.md").write_text("Update the doc.")
+    with pytest.raises(LayerLoadError, match="must contain"):
+        open_test_frame(tmp_path, builtin_layers=[MAGIC_DOCS])
