@@ -163,3 +163,20 @@ def load_config(
         sources=sources,
         **{**values, "home": Path(values["home"]).expanduser()},
     )
+
+
+def read_override(
+    config_dir: Path, relative: str, *, must_contain: str | None = None
+) -> str | None:
+    """The user's override file ``<config dir>/<relative>`` (a template or a prompt), or ``None``
+    when there is none. Not UTF-8, or missing ``must_contain``, is a :class:`ConfigError`."""
+    path = config_dir / relative
+    if not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from exc
+    if must_contain is not None and must_contain not in text:
+        raise ConfigError(f"{path}: the file must contain {must_contain}")
+    return text

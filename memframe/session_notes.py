@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from memframe.config import read_override
+
 _HEADER = re.compile(r"^# \S.*$")
 _ITALIC = re.compile(r"^_[^_\n].*_$")
 PLACEHOLDERS = ("notes_path", "current_notes", "section_budget", "total_budget", "oversized")
@@ -102,30 +104,17 @@ def bundled_text(name: str) -> str:
 
 def load_template(config_dir: Path) -> Template:
     """The user's ``<config dir>/session-memory/template.md``, else the bundled template."""
-    override = config_dir / "session-memory" / "template.md"
-    if override.is_file():
-        try:
-            return Template(override.read_text(encoding="utf-8"), origin=str(override))
-        except UnicodeDecodeError as exc:
-            raise NotesFormatError(f"{override}: not UTF-8 text ({exc})") from exc
-    return Template(bundled_text("template.md"), origin="bundled template")
+    text = read_override(config_dir, "session-memory/template.md")
+    if text is None:
+        return Template(bundled_text("template.md"), origin="bundled template")
+    return Template(text, origin=str(config_dir / "session-memory" / "template.md"))
 
 
 def load_prompt(config_dir: Path) -> str:
-    """The user's ``<config dir>/session-memory/prompt.md``, else the bundled update prompt."""
-    override = config_dir / "session-memory" / "prompt.md"
-    if override.is_file():
-        try:
-            text = override.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise NotesFormatError(f"{override}: not UTF-8 text ({exc})") from exc
-        if "{{notes_path}}" not in text:
-            raise NotesFormatError(
-                f"{override}: the update prompt must contain {{{{notes_path}}}} so the model "
-                "knows which file to edit"
-            )
-        return text
-    return bundled_text("prompt.md")
+    """The user's ``<config dir>/session-memory/prompt.md``, else the bundled update prompt (an
+    override must name ``{{notes_path}}`` so the model knows which file to edit)."""
+    text = read_override(config_dir, "session-memory/prompt.md", must_contain="{{notes_path}}")
+    return bundled_text("prompt.md") if text is None else text
 
 
 def render_prompt(template: str, values: dict[str, str]) -> str:

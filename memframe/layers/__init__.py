@@ -6,4 +6,5 @@ BUILTIN_LAYERS: tuple[str, ...] = (
     "memframe.layers.extract_memories:ExtractMemoriesLayer",
     "memframe.layers.dream:DreamLayer",
     "memframe.layers.magic_docs:MagicDocsLayer",
+    "memframe.layers.team_sync:TeamSyncLayer",
 )

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memframe._fs import atomic_write_text, ensure_private_dir
 from memframe.agent import ForkedAgent, Permission
-from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
+from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
 from memframe.memdir.lock import ConsolidationLock
 from memframe.models.base import ModelRequest, backend_supports
@@ -41,25 +40,8 @@ class DreamSettings:
     min_hours: float = 24.0
     min_sessions: int = 5
     scan_interval_minutes: float = 10.0
-    max_turns: int = 10
-    max_seconds: float = 300.0
-
-    @classmethod
-    def from_settings(cls, raw: Any) -> DreamSettings:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError("settings 'dream' must be an object")
-        known = {f.name for f in fields(cls)}
-        for key, value in raw.items():
-            if key not in known:
-                raise ConfigError(f"settings 'dream': unknown setting {key!r}")
-            if key == "enabled":
-                if not isinstance(value, bool):
-                    raise ConfigError("settings 'dream': 'enabled' must be true or false")
-            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ConfigError(f"settings 'dream': {key!r} must be a number >= 0")
-        return replace(cls(), **raw)
+    max_turns: int = field(default=10, metadata=at_least(1))
+    max_seconds: float = field(default=300.0, metadata=at_least(1))
 
 
 @dataclass
@@ -80,7 +62,9 @@ class DreamLayer:
         self.location = locate(frame)
         self.store = MemoryStore(self.location.path)
         self.lock = ConsolidationLock(self.store.root)
-        self.settings = DreamSettings.from_settings(frame.config.settings.get(self.name))
+        self.settings = settings_from(
+            DreamSettings, frame.config.settings.get(self.name), self.name
+        )
 
     # -- gates ---------------------------------------------------------------------------------
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe.agent import ForkedAgent, Permission
-from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
+from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
@@ -40,26 +39,8 @@ class ExtractSettings:
     """``extract_memories`` in settings.json."""
 
     enabled: bool = True
-    max_turns: int = 5
-    max_seconds: float = 120.0
-
-    @classmethod
-    def from_settings(cls, raw: Any) -> ExtractSettings:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError("settings 'extract_memories' must be an object")
-        known = {f.name for f in fields(cls)}
-        for key, value in raw.items():
-            if key not in known:
-                raise ConfigError(f"settings 'extract_memories': unknown setting {key!r}")
-            if key == "enabled" and not isinstance(value, bool):
-                raise ConfigError("settings 'extract_memories': 'enabled' must be true or false")
-            if key != "enabled" and (
-                isinstance(value, bool) or not isinstance(value, int | float) or value < 1
-            ):
-                raise ConfigError(f"settings 'extract_memories': {key!r} must be a number >= 1")
-        return replace(cls(), **raw)
+    max_turns: int = field(default=5, metadata=at_least(1))
+    max_seconds: float = field(default=120.0, metadata=at_least(1))
 
 
 def _prompt_template() -> str:
@@ -89,7 +70,9 @@ class ExtractMemoriesLayer:
         self.frame = frame
         self.location = locate(frame)
         self.store = MemoryStore(self.location.path)
-        self.settings = ExtractSettings.from_settings(frame.config.settings.get(self.name))
+        self.settings = settings_from(
+            ExtractSettings, frame.config.settings.get(self.name), self.name
+        )
         self._runners: SessionRunners[Job] = SessionRunners(
             lambda session, job: self._extract(session, *job),
             on_replaced=lambda job: job[0].update(status="coalesced"),

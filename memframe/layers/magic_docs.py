@@ -14,15 +14,15 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe.agent import ForkedAgent, Permission
-from memframe.config import ConfigError
+from memframe.config import read_override
 from memframe.hookspecs import hookimpl
+from memframe.layer_settings import at_least, settings_from
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -88,36 +88,15 @@ class MagicDocsSettings:
     enabled: bool = True
     min_interval_seconds: float = 300.0
     max_doc_bytes: int = 512_000
-    max_turns: int = 5
-    max_seconds: float = 180.0
-
-    @classmethod
-    def from_settings(cls, raw: Any) -> MagicDocsSettings:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError("settings 'magic_docs' must be an object")
-        known = {f.name for f in fields(cls)}
-        for key, value in raw.items():
-            if key not in known:
-                raise ConfigError(f"settings 'magic_docs': unknown setting {key!r}")
-            if key == "enabled":
-                if not isinstance(value, bool):
-                    raise ConfigError("settings 'magic_docs': 'enabled' must be true or false")
-            elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ConfigError(f"settings 'magic_docs': {key!r} must be a number >= 0")
-        return replace(cls(), **raw)
+    max_turns: int = field(default=5, metadata=at_least(1))
+    max_seconds: float = field(default=180.0, metadata=at_least(1))
 
 
 def load_prompt(config_dir: Path) -> str:
-    override = config_dir / "magic-docs" / "prompt.md"
-    if override.is_file():
-        try:
-            text = override.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{override}: not UTF-8 text ({exc})") from exc
-        if "{{doc_path}}" not in text:
-            raise ConfigError(f"{override}: the update prompt must contain {{{{doc_path}}}}")
+    """``<config dir>/magic-docs/prompt.md`` (it must name ``{{doc_path}}``), else the bundled
+    update prompt."""
+    text = read_override(config_dir, "magic-docs/prompt.md", must_contain="{{doc_path}}")
+    if text is not None:
         return text
     return (resources.files("memframe") / "data" / "magic_docs" / "prompt.md").read_text("utf-8")
 
@@ -135,7 +114,9 @@ class MagicDocsLayer:
 
     def __init__(self, frame: MemoryFrame) -> None:
         self.frame = frame
-        self.settings = MagicDocsSettings.from_settings(frame.config.settings.get(self.name))
+        self.settings = settings_from(
+            MagicDocsSettings, frame.config.settings.get(self.name), self.name
+        )
         self.prompt = load_prompt(frame.config.config_dir)
         self._runners: SessionRunners[Job] = SessionRunners(
             lambda session, job: self._update_due(session, *job),

@@ -11,17 +11,16 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
-from memframe.config import ConfigError
 from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
+from memframe.layer_settings import settings_from
 from memframe.memdir import MemoryStore, freshness_caveat, load_for_prompt, locate
 from memframe.memdir.files import Memory
 from memframe.messages import ToolUseBlock
@@ -43,24 +42,8 @@ class MemdirSettings:
     max_relevant: int = 5
     file_bytes: int = 4_096
     session_bytes: int = 60_000
-    selector: str = "auto"  # auto (model when it can, else bm25) | bm25 | model
-
-    @classmethod
-    def from_settings(cls, raw: Any) -> MemdirSettings:
-        if raw is None:
-            return cls()
-        if not isinstance(raw, Mapping):
-            raise ConfigError("settings 'memdir' must be an object")
-        known = {f.name for f in fields(cls)}
-        for key, value in raw.items():
-            if key not in known:
-                raise ConfigError(f"settings 'memdir': unknown setting {key!r}")
-            if key == "selector":
-                if value not in ("auto", "bm25", "model"):
-                    raise ConfigError("settings 'memdir': selector must be auto, bm25 or model")
-            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"settings 'memdir': {key!r} must be an integer >= 0")
-        return replace(cls(), **raw)
+    # auto: the model when it can choose, else BM25 | bm25 | model
+    selector: str = field(default="auto", metadata={"choices": ("auto", "bm25", "model")})
 
 
 def instructions(memory_dir: str) -> str:
@@ -75,7 +58,7 @@ class MemdirLayer:
         self.frame = frame
         self.location = locate(frame)
         self.store = MemoryStore(self.location.path)
-        self.settings = MemdirSettings.from_settings(frame.config.settings.get("memdir"))
+        self.settings = settings_from(MemdirSettings, frame.config.settings.get("memdir"), "memdir")
 
     # -- the prompt ----------------------------------------------------------------------------
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from memframe._fs import atomic_write_text, ensure_private_dir
 from memframe.agent import ForkedAgent, Permission
 from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
+from memframe.layer_settings import at_least, checked, settings_from
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -46,42 +46,11 @@ class SessionMemorySettings:
     enabled: bool = True
     minimum_message_tokens_to_init: int = 10_000
     minimum_tokens_between_update: int = 5_000
-    tool_calls_between_updates: int = 3
-    max_section_tokens: int = 2_000
-    max_total_tokens: int = 12_000
-    max_turns: int = 5
-    max_seconds: float = 120.0
-
-    @classmethod
-    def merged(
-        cls, base: SessionMemorySettings, values: Mapping[str, Any], where: str
-    ) -> SessionMemorySettings:
-        """``base`` with ``values`` applied; a bad value raises :class:`ConfigError`."""
-        known = {f.name for f in fields(cls)}
-        for key, value in values.items():
-            if key not in known:
-                raise ConfigError(
-                    f"{where}: unknown setting {key!r} (known: {', '.join(sorted(known))})"
-                )
-            if not _valid(key, value):
-                raise ConfigError(f"{where}: {key!r} must be {_expected(key)}, got {value!r}")
-        return replace(base, **values)
-
-
-def _valid(key: str, value: Any) -> bool:
-    if key == "enabled":
-        return isinstance(value, bool)
-    number = float | int if key == "max_seconds" else int
-    if isinstance(value, bool) or not isinstance(value, number):
-        return False
-    return bool(value >= (0 if key.startswith("minimum") else 1))
-
-
-def _expected(key: str) -> str:
-    if key == "enabled":
-        return "true or false"
-    kind = "a number" if key == "max_seconds" else "an integer"
-    return f"{kind} >= {0 if key.startswith('minimum') else 1}"
+    tool_calls_between_updates: int = field(default=3, metadata=at_least(1))
+    max_section_tokens: int = field(default=2_000, metadata=at_least(1))
+    max_total_tokens: int = field(default=12_000, metadata=at_least(1))
+    max_turns: int = field(default=5, metadata=at_least(1))
+    max_seconds: float = field(default=120.0, metadata=at_least(1))
 
 
 Job = tuple[dict[str, Any], list[Message]]  # (the trigger's record, the messages to summarise)
@@ -107,11 +76,8 @@ class SessionMemoryLayer:
 
     def __init__(self, frame: MemoryFrame) -> None:
         self.frame = frame
-        settings = frame.config.settings.get("session_memory", {})
-        if not isinstance(settings, Mapping):
-            raise ConfigError("settings 'session_memory' must be an object")
-        self.local = SessionMemorySettings.merged(
-            SessionMemorySettings(), settings, "settings 'session_memory'"
+        self.local = settings_from(
+            SessionMemorySettings, frame.config.settings.get("session_memory"), "session_memory"
         )
         self.template: Template = load_template(frame.config.config_dir)
         self.prompt = load_prompt(frame.config.config_dir)
@@ -143,7 +109,7 @@ class SessionMemoryLayer:
             merged = self.local
             for key, value in ours.items():
                 try:
-                    merged = SessionMemorySettings.merged(merged, {key: value}, "config provider")
+                    merged = checked(SessionMemorySettings, merged, {key: value}, "config provider")
                 except ConfigError as exc:
                     log.warning("%s; ignored", exc)
             self._settings = merged

@@ -15,7 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -339,3 +339,19 @@ class JsonPoster:
         for secret in self._secrets:
             text = text.replace(secret, _REDACTED)
         return text
+
+
+class HttpBackend:
+    """What the HTTP backends share: one :class:`JsonPoster`, closed with the backend (also as a
+    context manager)."""
+
+    _http: JsonPoster
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -9,10 +9,10 @@ parent agent (``cache_prefix``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from memframe.models._http import (
+    HttpBackend,
     JsonPoster,
     check_base_url,
     encode_json,
@@ -146,7 +146,7 @@ def parse_response(data: Mapping[str, Any]) -> ModelResponse:
     )
 
 
-class AnthropicBackend:
+class AnthropicBackend(HttpBackend):
     """Calls ``POST {base_url}/v1/messages``; see :func:`build_body` for the request shape."""
 
     name = "anthropic"
@@ -233,20 +233,6 @@ class AnthropicBackend:
             timeout=request.timeout,
         )
         return parse_response(data)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"AnthropicBackend(model={self.model!r}, base_url={safe_url(self.base_url)!r})"

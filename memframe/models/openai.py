@@ -10,13 +10,13 @@ a ``system`` message, ``tool_use`` blocks become ``tool_calls``, each ``tool_res
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
 from memframe.models._http import (
+    HttpBackend,
     JsonPoster,
     check_base_url,
     encode_json,
@@ -269,7 +269,7 @@ def parse_response(data: Mapping[str, Any]) -> ModelResponse:
     )
 
 
-class OpenAIBackend:
+class OpenAIBackend(HttpBackend):
     """Calls ``POST {base_url}/chat/completions``."""
 
     name = "openai"
@@ -352,20 +352,6 @@ class OpenAIBackend:
             self.endpoint, self.encode(request), headers=headers, timeout=request.timeout
         )
         return parse_response(data)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={safe_url(self.base_url)!r})"

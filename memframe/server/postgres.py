@@ -125,25 +125,37 @@ class _Pool:
 
     CHECK_AFTER_IDLE = 5.0
 
-    def __init__(self, conninfo: str, *, max_size: int, timeout: float, where: str) -> None:
+    def __init__(
+        self, conninfo: str, *, max_size: int, timeout: float, where: str, secrets: list[str]
+    ) -> None:
         self._conninfo = conninfo
         self._timeout = timeout
         self._where = where
+        self._secrets = secrets
         self._max_size = max_size
         self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
-        self._idle: list[tuple[Connection, float, int]] = []
+        self._idle: list[tuple[Connection, float]] = []  # and since when
         self._generation = 0  # bumped by close(): connections from before it are not reused
 
     def _connect(self) -> Connection:
-        return psycopg.connect(self._conninfo, autocommit=True)
+        try:
+            return psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.OperationalError as exc:
+            raise PostgresUnavailableError(
+                f"cannot connect to PostgreSQL at {self._where}: {_scrub(str(exc), self._secrets)}"
+            ) from None
+        except psycopg.Error as exc:  # e.g. an option value libpq refuses
+            raise ValueError(
+                f"cannot connect to PostgreSQL at {self._where}: {_scrub(str(exc), self._secrets)}"
+            ) from None
 
     def _take_idle(self) -> Connection | None:
         while True:
             with self._lock:
                 if not self._idle:
                     return None
-                conn, since, _ = self._idle.pop()
+                conn, since = self._idle.pop()
             if conn.closed or conn.broken:
                 continue
             if time.monotonic() - since > self.CHECK_AFTER_IDLE:
@@ -163,7 +175,7 @@ class _Pool:
         if reusable:
             with self._lock:
                 if generation == self._generation:
-                    self._idle.append((conn, time.monotonic(), generation))
+                    self._idle.append((conn, time.monotonic()))
                     return
         conn.close()
 
@@ -189,7 +201,7 @@ class _Pool:
         with self._lock:
             self._generation += 1
             idle, self._idle = self._idle, []
-        for conn, _, _ in idle:
+        for conn, _ in idle:
             conn.close()
 
 
@@ -219,7 +231,10 @@ class PostgresStorage:
         text_params = {k: str(v) for k, v in params.items() if v is not None}
         port = text_params.get("port", "")
         if port and not all(part.strip().isdigit() for part in port.split(",")):
-            raise ValueError(f"invalid PostgreSQL URL {self.url}: the port is not a number")
+            raise ValueError(  # no URL in the message: its "port" may be a misplaced password
+                "invalid PostgreSQL URL: the port is not a number "
+                "(the form is postgresql://USER:PASSWORD@HOST:PORT/DATABASE)"
+            )
         self.where = _where(text_params)
         extra: dict[str, Any] = {"application_name": "memframe-server"}
         if "connect_timeout" not in params:
@@ -228,24 +243,22 @@ class PostgresStorage:
         conninfo = pg_conninfo.make_conninfo(
             url, **{k: v for k, v in extra.items() if k not in params}
         )
-        self._pool = _Pool(conninfo, max_size=max_connections, timeout=timeout, where=self.where)
-        database = text_params.get("dbname", "")
+        database = text_params.get("dbname")
+        if database:
+            self.where += f" (database {database!r})"
+        self._pool = _Pool(
+            conninfo, max_size=max_connections, timeout=timeout, where=self.where, secrets=secrets
+        )
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
                 for statement in SCHEMA:
                     conn.execute(statement)
-        except psycopg.OperationalError as exc:
+        except psycopg.Error as exc:  # connected, but e.g. no right to create tables
             self._pool.close()
             raise PostgresUnavailableError(
-                f"cannot connect to PostgreSQL at {self.where}"
-                + (f" (database {database!r})" if database else "")
-                + f": {_scrub(str(exc), secrets)}"
-            ) from None
-        except psycopg.ProgrammingError as exc:  # e.g. an invalid option value in the URL
-            self._pool.close()
-            raise ValueError(
-                f"cannot use the PostgreSQL URL {self.url}: {_scrub(str(exc), secrets)}"
+                f"cannot create the tables in PostgreSQL at {self.where}: "
+                f"{_scrub(str(exc), secrets)}"
             ) from None
         except BaseException:
             self._pool.close()

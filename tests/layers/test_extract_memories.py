@@ -260,7 +260,7 @@ def test_disabled_by_settings(ex_frame, tmp_path):
     ("settings", "message"),
     [
         ({"extract_memories": {"enabled": "yes"}}, "'enabled' must be true or false"),
-        ({"extract_memories": {"max_turns": 0}}, "'max_turns' must be a number >= 1"),
+        ({"extract_memories": {"max_turns": 0}}, "'max_turns' must be an integer >= 1"),
         ({"extract_memories": {"shell": True}}, "unknown setting 'shell'"),
         ({"extract_memories": "on"}, "must be an object"),
     ],

@@ -512,7 +512,7 @@ def test_per_session_budget_stops_surfacing(md_frame, tmp_path):
         ({"memdir": {"file_bytes": -1}}, "'file_bytes' must be an integer >= 0"),
         ({"memdir": {"session_bytes": "60k"}}, "'session_bytes' must be an integer"),
         ({"memdir": {"max_relevant": True}}, "'max_relevant' must be an integer"),
-        ({"memdir": {"selector": "llm"}}, "selector must be auto, bm25 or model"),
+        ({"memdir": {"selector": "llm"}}, "'selector' must be one of auto, bm25, model"),
         ({"memdir": {"budget": 1}}, "unknown setting 'budget'"),
         ({"memdir": [1]}, "'memdir' must be an object"),
     ],
