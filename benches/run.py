@@ -28,6 +28,7 @@ REGISTRY: tuple[str, ...] = (
     "benches.scan",
     "benches.checksum",
     "benches.tokens",
+    "benches.sync",
 )
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA = 1

@@ -96,6 +96,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: TeamMemoryServer
     protocol_version = "HTTP/1.1"
     server_version = "memframe-team-server"
+    # headers and body go out in two writes: without TCP_NODELAY, Nagle + delayed ACK stall
+    # every keep-alive response by ~40 ms
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # one JSON line per request instead
         return
