@@ -21,6 +21,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "docs": ("docs", "list the tracked Magic Docs, or update one now"),
     "serve": ("serve", "run the team memory server; manage its tokens"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
+    "scan": ("scan", "scan files, directories, transcripts or a team database for secrets"),
+    "sync": ("sync", "pull, push or compare team memory with the team server"),
+    "hook": ("hook", "Claude Code hook adapter: hook JSON on stdin"),
+    "hook-worker": ("hook_worker", "internal: the hook's background worker"),
+    "install-hooks": ("install_hooks", "add memframe's hooks to Claude Code's settings"),
 }
 
 EXIT_OK = 0
@@ -68,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["hook"]:  # runs on every agent event: skip building the full parser
+        from memframe.cli.hook import run_fast
+
+        return run_fast(args_list[1:])
     try:
         if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
             plugin_code = _run_plugin_command(args_list[0], args_list[1:])

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from memframe.team_sync.client import PullResult, PushResult, TeamSyncClient
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
-FINAL_WAIT = 30.0  # seconds a session end waits for a sync in flight
+FINAL_WAIT = 15.0  # seconds a session end waits for a sync in flight
+FINAL_BUDGET = 15.0  # seconds the final push may take, retries included
 log = logging.getLogger("memframe.team_sync")
 
 
@@ -157,12 +158,17 @@ class TeamSyncLayer:
         with self._flags:
             self._want_push = False
         self._seen = self._look()
-        self._record(session, "push", self._run_push(client))
+        self._record(session, "push", self._run_push(client, budget=FINAL_BUDGET))
 
     @hookimpl
     def on_frame_close(self, frame: MemoryFrame) -> None:
+        """A push still waiting for its debounce runs now (short-lived processes, such as
+        ``memframe hook``, close the frame right after the event that changed a file)."""
         self._closed = True
+        pending = self._debouncer.cancel()
         self._debouncer.close()
+        if pending and self.client is not None:
+            self._run_push(self.client, budget=FINAL_BUDGET)
 
     # -- work ----------------------------------------------------------------------------------
 
@@ -227,14 +233,22 @@ class TeamSyncLayer:
             log.warning("team sync: refused the server's entry %r: %s", key, why)
         return result
 
-    def _run_push(self, client: TeamSyncClient) -> PushResult | str:
+    def _run_push(self, client: TeamSyncClient, budget: float | None = None) -> PushResult | str:
         try:
-            result = client.push()
+            result = client.push(budget=budget)
         except SyncError as exc:
             log.warning("team sync: push failed: %s", exc)
             return str(exc)
         if result.error and not result.skipped_network:
             log.warning("team sync: push failed: %s", result.error)
+        for blocked in result.blocked:
+            log.warning(
+                "team sync: team/%s not pushed: it contains a secret (%s)",
+                blocked.key,
+                blocked.describe(),
+            )
+        for key, why in result.conflicts.items():
+            log.warning("team sync: team/%s not pushed: %s", key, why)
         return result
 
     def _record(self, session: Session, action: str, result: PullResult | PushResult | str) -> None:

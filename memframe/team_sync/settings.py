@@ -15,12 +15,13 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from memframe.config import ConfigError
+from memframe.layer_settings import at_least, settings_from
 
 SECTION = "team_sync"
 ENV_SERVER = "MEMFRAME_TEAM_SERVER"
@@ -68,26 +69,31 @@ class TeamSyncSettings:
     token: str | None = field(default=None, repr=False)
     enabled: bool = True
     debounce_seconds: float = 2.0
-    timeout: float = 10.0
+    timeout: float = field(default=10.0, metadata=at_least(0.001))
     backoff_base: float = 0.5
     max_retry_wait: float = 30.0
 
     @classmethod
     def from_settings(cls, raw: Any, env: Mapping[str, str] | None = None) -> TeamSyncSettings:
+        """The checked settings; ``MEMFRAME_TEAM_SERVER`` / ``_REPO`` / ``_TOKEN`` win.
+
+        :raises SyncConfigError: an unknown key or a wrong value (the message names it).
+        """
         env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        if raw is not None:
-            if not isinstance(raw, Mapping):
-                raise SyncConfigError(f"settings {SECTION!r} must be an object")
-            known = {f.name for f in fields(cls)}
-            for key, value in raw.items():
-                if key not in known:
-                    raise SyncConfigError(f"settings {SECTION!r}: unknown setting {key!r}")
-                values[key] = _checked(key, value)
-        for key, var in (("server", ENV_SERVER), ("repo", ENV_REPO), ("token", ENV_TOKEN)):
-            if env.get(var, "").strip():
-                values[key] = env[var].strip()
-        return replace(cls(), **values)
+        try:
+            settings = settings_from(cls, raw, SECTION)
+        except ConfigError as exc:
+            raise SyncConfigError(str(exc)) from exc
+
+        def pick(var: str, configured: str | None) -> str | None:
+            return env.get(var, "").strip() or (configured or "").strip() or None
+
+        return replace(
+            settings,
+            server=pick(ENV_SERVER, settings.server),
+            repo=pick(ENV_REPO, settings.repo),
+            token=pick(ENV_TOKEN, settings.token),
+        )
 
     @property
     def configured(self) -> bool:
@@ -118,9 +124,7 @@ class TeamSyncSettings:
             repo_source = "git remote origin"
         missing = []
         if not server:
-            missing.append(
-                f"the server (settings '{SECTION}.server', {ENV_SERVER} or --server)"
-            )
+            missing.append(f"the server (settings '{SECTION}.server', {ENV_SERVER} or --server)")
         if not repo:
             missing.append(
                 f"the repo (settings '{SECTION}.repo', {ENV_REPO} or --repo; it could not be "
@@ -128,9 +132,8 @@ class TeamSyncSettings:
             )
         if not token:
             missing.append(f"the token (settings '{SECTION}.token', {ENV_TOKEN} or --token)")
-        if missing:
+        if missing or not server or not repo or not token:
             raise SyncConfigError("team sync is not configured: missing " + "; ".join(missing))
-        assert server and repo and token
         if not REPO.match(repo):
             raise SyncConfigError(
                 f"team sync: repo must look like owner/name (letters, digits, '.', '_', '-'), "
@@ -147,27 +150,6 @@ class TeamSyncSettings:
             max_retry_wait=self.max_retry_wait,
             repo_source=repo_source,
         )
-
-
-def _checked(key: str, value: Any) -> Any:
-    where = f"settings '{SECTION}.{key}'"
-    if key in ("server", "repo", "token"):
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise SyncConfigError(f"{where} must be a string")
-        return value.strip() or None
-    if key == "enabled":
-        if not isinstance(value, bool):
-            raise SyncConfigError(f"{where} must be true or false")
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SyncConfigError(f"{where} must be a number of seconds")
-    if key == "timeout" and value <= 0:
-        raise SyncConfigError(f"{where} must be more than 0 seconds")
-    if value < 0:
-        raise SyncConfigError(f"{where} must be 0 seconds or more")
-    return float(value)
 
 
 def normalise_server(url: str) -> str:

@@ -202,8 +202,7 @@ def sync_lock(memory_dir: Path, timeout: float) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise SyncError(
-                        f"another team sync of {memory_dir} is still running "
-                        f"(waited {timeout:g} s)"
+                        f"another team sync of {memory_dir} is still running (waited {timeout:g} s)"
                     ) from None
                 time.sleep(0.02)
         try:
