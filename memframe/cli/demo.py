@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memframe.server.app import RunningServer
+    from memframe.server.sqlite import SQLiteStorage
 
 DEFAULT_OUT = Path("memframe-demo")
 
@@ -74,6 +79,110 @@ def print_next_context(frame: object, prompt: str) -> None:
     session.close("demo-complete")
 
 
+DEMO_REPO = "demo/app"
+DEMO_DOC = (
+    "# MAGIC DOC: Architecture overview\n"
+    "_Keep it to the components and how they talk to each other._\n\n"
+    "- web: Next.js front end\n"
+)
+
+
+def _fake_aws_key() -> str:
+    """A made-up AWS access key id (the gate must stop it; it opens nothing)."""
+    import random
+
+    rng = random.Random(20261129)
+    return "AKIA" + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+
+
+def start_team_server(out: Path) -> tuple[SQLiteStorage, RunningServer, str]:
+    """The embedded team server on 127.0.0.1 (SQLite under ``out``) and a token for the demo."""
+    import secrets
+
+    from memframe.server.app import start_server
+    from memframe.server.sqlite import SQLiteStorage
+    from memframe.server.storage import hash_token
+
+    storage = SQLiteStorage(out / "team-server" / "team.db")
+    token = "mft_demo_" + secrets.token_urlsafe(16)
+    storage.add_token(f"demo-{secrets.token_hex(4)}", hash_token(token), (DEMO_REPO,))
+    return storage, start_server(storage), token
+
+
+def write_demo_settings(config_dir: Path, server_url: str, token: str) -> None:
+    import orjson
+
+    from memframe._fs import atomic_write_bytes
+
+    settings = {
+        "team_sync": {"server": server_url, "repo": DEMO_REPO, "token": token},
+        "magic_docs": {"min_interval_seconds": 0},
+    }
+    atomic_write_bytes(
+        config_dir / "settings.json", orjson.dumps(settings, option=orjson.OPT_INDENT_2)
+    )
+
+
+def show_magic_doc(frame: object, project: Path) -> None:
+    """A Magic Doc read by the agent, then an idle turn: the offline backend skips, and says so."""
+    from memframe.frame import MemoryFrame
+    from memframe.layers.magic_docs import MagicDocsLayer
+
+    assert isinstance(frame, MemoryFrame)
+    doc = project / "docs" / "ARCHITECTURE.md"
+    doc.parent.mkdir(exist_ok=True)
+    doc.write_text(DEMO_DOC, encoding="utf-8")
+    session = frame.session("demo-docs")
+    session.on_file_read("docs/ARCHITECTURE.md", DEMO_DOC)
+    session.on_message({"role": "user", "content": "Add an API service next to the web app"})
+    final = {"role": "assistant", "content": "Added the API service."}
+    session.on_message(final)
+    session.on_stop(final)
+    frame.flush()
+    layer = frame.manager.get_plugin("magic_docs")
+    print("\nmagic docs")
+    if isinstance(layer, MagicDocsLayer):
+        for path, entry in layer.docs(session).items():
+            runs = session.state.section("magic_docs").get("runs", [])
+            outcome = runs[-1]["docs"].get(path, "?") if runs and "docs" in runs[-1] else "?"
+            print(f"  {Path(path).relative_to(project)} '{entry.get('title')}': {outcome}")
+    unchanged = doc.read_text(encoding="utf-8") == DEMO_DOC
+    print(f"  the document was {'left as it was (no fake edit)' if unchanged else 'updated'}")
+    session.close("demo-complete")
+
+
+def show_team_sync(frame: object) -> None:
+    """Two team memories: one is sent to the team server, the one with a secret never leaves."""
+    from memframe.frame import MemoryFrame
+    from memframe.memdir import MemoryStore, locate
+    from memframe.team_sync.client import client_for_frame
+
+    assert isinstance(frame, MemoryFrame)
+    store = MemoryStore(locate(frame).path)
+    store.add(
+        "Deploys go through staging",
+        "how releases reach production",
+        "project",
+        "Every deploy goes to staging first; production is promoted from there on Tuesdays.",
+        scope="team",
+    )
+    store.add(
+        "Staging AWS access",
+        "the staging account",
+        "reference",
+        f"The staging account's access key is {_fake_aws_key()} (rotate it monthly).",
+        scope="team",
+    )
+    result = client_for_frame(frame).push()
+    print("\nteam sync (embedded team server, repo demo/app)")
+    for key in result.pushed:
+        print(f"  sent     team/{key}")
+    for blocked in result.blocked:
+        print(f"  BLOCKED  {blocked.describe()}")
+    pulled = client_for_frame(frame).status(remote=True)
+    print(f"  server holds {pulled.in_sync} entr{'y' if pulled.in_sync == 1 else 'ies'} in sync")
+
+
 def run(args: argparse.Namespace) -> int:
     from memframe._fs import ensure_private_dir
     from memframe.cli._common import open_frame_from_args
@@ -96,12 +205,22 @@ def run(args: argparse.Namespace) -> int:
     )
     print("memframe demo: the bundled Claude Code session (MIT, d-kimuson/claude-code-viewer)")
     print("model backend: offline; every file written stays under", out)
-    with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
-        report = replay_into(frame, replay_args)
-        print_summary(report, frame)
-        print_session_memory(report, show_notes=not args.quiet)
-        print_memories(frame)
-        print_next_context(frame, "Update CLAUDE.md with the orchestrator workflow")
+    storage, server, token = start_team_server(out)
+    try:
+        ensure_private_dir(out / "config")
+        write_demo_settings(out / "config", server.url, token)
+        print(f"team server: {server.url} (embedded, SQLite)")
+        with open_frame_from_args(frame_args, config_dir=out / "config") as frame:
+            report = replay_into(frame, replay_args)
+            print_summary(report, frame)
+            print_session_memory(report, show_notes=not args.quiet)
+            print_memories(frame)
+            print_next_context(frame, "Update CLAUDE.md with the orchestrator workflow")
+            show_magic_doc(frame, project)
+            show_team_sync(frame)
+    finally:
+        server.stop()
+        storage.close()
     print_secret_scan(replay_args.transcript)
     print(f"\nfiles: {out}")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):

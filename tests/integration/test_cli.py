@@ -65,10 +65,17 @@ def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
     state = out / "home" / "projects"
     state_files = sorted(state.rglob("state.json"))
     # the replayed session, and the new session whose first context the demo shows
-    assert [p.parent.name for p in state_files] == ["demo", "demo-next"]
+    assert [p.parent.name for p in state_files] == ["demo", "demo-docs", "demo-next"]
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in state_files)
     assert "session memory: 1 extraction(s)" in result.stdout
     assert "context for a new session's prompt" in result.stdout
+    # the Magic Doc is skipped on the offline backend, never faked
+    assert "skipped: the 'offline' model backend cannot update docs" in result.stdout
+    assert "left as it was (no fake edit)" in result.stdout
+    # team sync through the embedded server: the clean memory is sent, the secret never leaves
+    assert "sent     team/deploys-go-through-staging.md" in result.stdout
+    assert "BLOCKED  aws-access-token" in result.stdout
+    assert "server holds 1 entry in sync" in result.stdout
     assert not (tmp_path / ".memframe").exists(), "the demo must not touch the real memory base"
 
 
