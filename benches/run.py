@@ -29,6 +29,7 @@ REGISTRY: tuple[str, ...] = (
     "benches.checksum",
     "benches.tokens",
     "benches.sync",
+    "benches.hook",
 )
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA = 1

@@ -1,0 +1,233 @@
+"""Wall time of `memframe hook` (Claude Code runs it on every event), next to `python -c pass`.
+
+Variants, one subprocess each, measured interleaved (shuffled order per round):
+
+- ``python -c pass``: the interpreter's own start-up, the floor for any hook written in Python;
+- ``SessionStart``: the installed hook command (``install-hooks``' default: the ``memframe``
+  script next to this Python) answering a SessionStart event with the memory prompt of a small
+  memory directory (5 memories);
+- ``Stop``: the same command flagging work for the background worker (the worker is started by
+  the warm-up and lingers, as it does during a real turn);
+- ``SessionStart, bytecode cached``: like ``SessionStart`` with every module's bytecode cached
+  (``PYTHONPYCACHEPREFIX`` in a temporary directory, filled by the warm-up), as in a package
+  installed by pip (informational, no floor).
+
+The first three run in this environment as it is: with ``PYTHONDONTWRITEBYTECODE=1`` (as in
+some sandboxes and containers) and a source checkout, memframe's modules are compiled on every
+run, the slowest case. Floor (the issue's): the median of SessionStart and of Stop is at most
+150 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benches.harness import BenchResult, ratio
+
+NAME = "hook"
+BUDGET_MS = 150.0
+PASS_ROW = "python -c pass"
+START_ROW = "SessionStart"
+STOP_ROW = "Stop"
+CACHED_ROW = "SessionStart, bytecode cached"
+CHECKED_ROWS = (START_ROW, STOP_ROW)
+SESSION = "bench-hook-session"
+WORKER_LINGER = 3.0  # seconds: the worker outlives the bursts of Stop events, then exits
+
+
+def _hook_argv() -> list[str]:
+    from memframe.hook.install import default_command
+
+    return shlex.split(default_command())
+
+
+def _environment(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMFRAME_", "CLAUDE_"))}
+    if "MEMFRAME_BACKEND" in os.environ:
+        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    env.update(
+        HOME=str(root / "user"),
+        XDG_CONFIG_HOME=str(root / "user" / ".config"),
+        MEMFRAME_HOME=str(root / "home"),
+        MEMFRAME_CONFIG_DIR=str(root / "config"),
+        CLAUDE_CONFIG_DIR=str(root / "claude"),
+        MEMFRAME_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    return env
+
+
+def _setup(root: Path) -> tuple[Path, Path]:
+    """A project with a small memory directory and a short transcript."""
+    import memframe
+    from memframe.memdir import MemoryStore, locate
+
+    for name in ("user", "config", "claude", "project"):
+        (root / name).mkdir()
+    (root / "config" / "settings.json").write_text(
+        json.dumps({"hook": {"worker_linger_seconds": WORKER_LINGER}})
+    )
+    project = root / "project"
+    with memframe.open(
+        project, home=root / "home", config_dir=root / "config", autoload_plugins=False
+    ) as frame:
+        store = MemoryStore(locate(frame).path)
+    for n in range(5):
+        store.add(f"Memory {n}", f"what to remember {n}", "project", f"Fact number {n}.")
+    transcript = root / "claude" / f"{SESSION}.jsonl"
+    records = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": SESSION,
+         "message": {"role": "user", "content": "Hello"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": SESSION,
+         "message": {"role": "assistant", "id": "msg_1", "content": [{"type": "text",
+                     "text": "Hi."}], "usage": {"input_tokens": 10, "output_tokens": 2}}},
+    ]  # fmt: skip
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return project, transcript
+
+
+def _payload(event: str, project: Path, transcript: Path) -> bytes:
+    data: dict[str, object] = {
+        "session_id": SESSION,
+        "transcript_path": str(transcript),
+        "cwd": str(project),
+        "hook_event_name": event,
+        "permission_mode": "default",
+    }
+    if event == "SessionStart":
+        data["source"] = "startup"
+    if event == "Stop":
+        data["stop_hook_active"] = False
+    return json.dumps(data).encode()
+
+
+def _timed(argv: list[str], payload: bytes | None, env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter_ns()
+    done = subprocess.run(
+        argv, input=payload, capture_output=True, env=env, cwd=cwd, timeout=60, check=False
+    )
+    elapsed = time.perf_counter_ns() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+    return elapsed / 1e6
+
+
+def _worker_pid(root: Path, project: Path) -> int | None:
+    from memframe.hook.state import HookPaths, read_state
+
+    state = read_state(HookPaths.for_session(root / "home", project, SESSION))
+    worker = state.get("worker")
+    pid = worker.get("pid") if isinstance(worker, dict) else None
+    return pid if isinstance(pid, int) else None
+
+
+def _wait_idle(root: Path, project: Path, timeout: float) -> None:
+    """Until the worker took every pending event (it then lingers, idle)."""
+    from memframe.hook.state import HookPaths, read_state
+
+    paths = HookPaths.for_session(root / "home", project, SESSION)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not read_state(paths).get("pending"):
+            return
+        time.sleep(0.05)
+
+
+def _stop_worker(root: Path, project: Path) -> None:
+    """Wait for the worker the Stop runs started to exit (it lingers a few seconds), killing
+    it by its pid if it does not."""
+    from memframe.hook.state import process_alive
+
+    pid = _worker_pid(root, project)
+    if pid is None:
+        return
+    deadline = time.monotonic() + WORKER_LINGER + 10
+    while time.monotonic() < deadline:
+        if not process_alive(pid):
+            return
+        time.sleep(0.1)
+    os.kill(pid, 15)
+
+
+def run(quick: bool) -> BenchResult:
+    runs = 15 if quick else 41
+    argv = _hook_argv()
+    result = BenchResult(NAME, params={"runs": runs, "command": shlex.join(argv)})
+    samples: dict[str, list[float]] = {
+        PASS_ROW: [],
+        START_ROW: [],
+        STOP_ROW: [],
+        CACHED_ROW: [],
+    }
+    with tempfile.TemporaryDirectory(prefix="memframe-bench-hook-") as tmp:
+        root = Path(tmp)
+        project, transcript = _setup(root)
+        env = _environment(root)
+        cached_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+        start, stop = (_payload(e, project, transcript) for e in ("SessionStart", "Stop"))
+        variants = {
+            PASS_ROW: lambda: _timed([sys.executable, "-c", "pass"], None, env, project),
+            START_ROW: lambda: _timed(argv, start, env, project),
+            STOP_ROW: lambda: _timed(argv, stop, env, project),
+            CACHED_ROW: lambda: _timed(argv, start, cached_env, project),
+        }
+        try:
+            for _ in range(2):  # warm-up: bytecode cache, the worker started and idle
+                for variant in variants.values():
+                    variant()
+            _wait_idle(root, project, timeout=30)
+            order = list(variants)
+            shuffle = random.Random(0x400C).shuffle
+            for _ in range(runs):
+                shuffle(order)
+                for name in order:
+                    samples[name].append(variants[name]())
+        finally:
+            _stop_worker(root, project)
+    writes_off = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    result.params["bytecode_writes_off"] = writes_off
+    floor_ms = statistics.median(samples[PASS_ROW])
+    for name, values in samples.items():
+        median = statistics.median(values)
+        row: dict[str, float | int | str | bool | None] = {
+            "median_ms": round(median, 1),
+            "min_ms": round(min(values), 1),
+            "max_ms": round(max(values), 1),
+            "x_pass": ratio(median, floor_ms),
+            "over_pass_ms": round(median - floor_ms, 1),
+        }
+        if name in CHECKED_ROWS:
+            row["budget_ms"] = BUDGET_MS
+        result.add(name, **row)
+    result.details = {name: [round(v, 2) for v in values] for name, values in samples.items()}
+    result.notes.extend(
+        [
+            f"wall time of one subprocess per run, {runs} interleaved runs per variant",
+            "PYTHONDONTWRITEBYTECODE is "
+            + ("set: memframe's modules compile on every run" if writes_off else "not set")
+            + f"; '{CACHED_ROW}' reads every module's bytecode from a warm cache",
+            f"floor: median of {' and '.join(CHECKED_ROWS)} <= {BUDGET_MS:.0f} ms",
+        ]
+    )
+    return result
+
+
+def check(result: BenchResult) -> list[str]:
+    """The hook's start-up budget (the Claude Code adapter issue)."""
+    violations = []
+    for name in CHECKED_ROWS:
+        row = result.rows.get(name)
+        if row is not None and float(row["median_ms"] or 0) > BUDGET_MS:
+            violations.append(
+                f"hook: {name} takes {row['median_ms']} ms (median), over {BUDGET_MS:.0f} ms"
+            )
+    return violations

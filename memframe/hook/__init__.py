@@ -1,0 +1,32 @@
+"""memframe as Claude Code's hook command (``memframe hook``).
+
+Claude Code runs the hook command on each lifecycle event and passes the event as JSON on stdin.
+The adapter answers fast and never fails the host:
+
+- ``SessionStart`` / ``UserPromptSubmit``: the memory instructions and ``MEMORY.md`` as
+  ``additionalContext`` (:mod:`memframe.hook.adapter`, without importing the heavy runtime);
+- ``PreToolUse`` on a write into ``<memory dir>/team/``: a secret in the content is refused
+  with exit code 2 (:mod:`memframe.hook.guard`);
+- ``PostToolUse``, ``Stop``, ``SubagentStop``, ``PreCompact``, ``SessionEnd``: the work is
+  flagged in the per-session hook state (:mod:`memframe.hook.state`) and a detached worker
+  (:mod:`memframe.hook.worker`) reads the new part of the transcript
+  (:mod:`memframe.hook.transcript`) and drives the layers.
+"""
+
+from __future__ import annotations
+
+# Claude Code hook events the adapter acts on; any other event is answered with exit 0.
+EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+)
+# Events whose work runs in the background worker.
+WORKER_EVENTS = frozenset({"PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
+# Tools that write a file (and so may write into team memory).
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})

@@ -1,0 +1,225 @@
+"""``memframe install-hooks``: memframe's entries in a Claude Code settings file.
+
+Claude Code reads hooks from ``settings.json`` under ``"hooks"``: event name → a list of matcher
+groups ``{"matcher": …, "hooks": [{"type": "command", "command": …, "timeout": …}]}``. Merging is
+idempotent: an existing memframe entry (any command that runs ``memframe hook``) is updated in
+place, a missing one is added, and every other hook, group and setting is left as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import difflib
+import itertools
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memframe.hook import EVENTS
+
+DEFAULT_TIMEOUT = 30
+# PreToolUse only needs the write tools (the team-memory guard); other events take every call.
+MATCHERS = {"PreToolUse": "Write|Edit|MultiEdit|NotebookEdit"}
+
+
+class InstallError(ValueError):
+    """The settings file cannot be merged into (invalid JSON, unexpected shapes)."""
+
+
+def user_settings_path(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's user settings: ``$CLAUDE_CONFIG_DIR/settings.json`` or
+    ``~/.claude/settings.json``."""
+    env = os.environ if env is None else env
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    base = Path(configured).expanduser() if configured else Path.home() / ".claude"
+    return base / "settings.json"
+
+
+def project_settings_path(project_dir: Path) -> Path:
+    return project_dir / ".claude" / "settings.json"
+
+
+def default_command() -> str:
+    """``<dir of this Python>/memframe hook`` when that script exists, else
+    ``<this Python> -m memframe hook``."""
+    script = Path(sys.executable).parent / "memframe"
+    if script.is_file() and os.access(script, os.X_OK):
+        return f"{shlex.quote(str(script))} hook"
+    return f"{shlex.quote(sys.executable)} -m memframe hook"
+
+
+def is_memframe_command(command: str) -> bool:
+    """Whether a hook command runs ``memframe hook`` (``/x/memframe hook``,
+    ``python -m memframe hook``, ``uvx memframe hook``…)."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return False
+    return any(
+        os.path.basename(word) == "memframe" and following == "hook"
+        for word, following in itertools.pairwise(tokens)
+    )
+
+
+def _ours(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("command"), str)
+        and is_memframe_command(entry["command"])
+    )
+
+
+def load_settings(path: Path) -> tuple[dict[str, Any], str | None]:
+    """The settings object and the file's text (``None`` when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallError(f"cannot read {path}: {exc}") from exc
+    if not text.strip():
+        return {}, text
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstallError(f"{path} is not valid JSON ({exc}); fix it first") from exc
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} must hold a JSON object, not {type(data).__name__}")
+    return data, text
+
+
+def _event_groups(settings: dict[str, Any], event: str, where: Path) -> list[Any]:
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InstallError(f"{where}: 'hooks' must be an object")
+    groups = hooks.setdefault(event, [])
+    if not isinstance(groups, list):
+        raise InstallError(f"{where}: 'hooks.{event}' must be a list")
+    return groups
+
+
+def merge(
+    settings: Mapping[str, Any], command: str, timeout: int = DEFAULT_TIMEOUT, *, where: Path
+) -> dict[str, Any]:
+    """``settings`` with memframe's entry for every event (a copy; the input is untouched)."""
+    result = copy.deepcopy(dict(settings))
+    wanted = {"type": "command", "command": command, "timeout": timeout}
+    for event in EVENTS:
+        groups = _event_groups(result, event, where)
+        matcher = MATCHERS.get(event, "")
+        found = False
+        kept: list[Any] = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(group, dict) or not isinstance(entries, list):
+                kept.append(group)
+                continue
+            mine = [i for i, entry in enumerate(entries) if _ours(entry)]
+            if not mine:
+                kept.append(group)
+                continue
+            if not found and len(mine) == len(entries):
+                # a group of memframe's own: it follows the wanted matcher
+                kept.append({**group, "matcher": matcher, "hooks": [{**entries[0], **wanted}]})
+            else:
+                others = [e for i, e in enumerate(entries) if i not in mine]
+                if not found:
+                    # shared with other hooks: update our entry where it is, keep the matcher
+                    first = mine[0]  # every entry before it is another hook's
+                    others.insert(first, {**entries[first], **wanted})
+                if others:
+                    kept.append({**group, "hooks": others})
+            found = True
+        if not found:
+            kept.append({"matcher": matcher, "hooks": [dict(wanted)]})
+        result["hooks"][event] = kept
+    return result
+
+
+def remove(settings: Mapping[str, Any], *, where: Path) -> dict[str, Any]:
+    """``settings`` without any memframe entry (a copy)."""
+    result = copy.deepcopy(dict(settings))
+    hooks = result.get("hooks")
+    if hooks is None:
+        return result
+    if not isinstance(hooks, dict):
+        raise InstallError(f"{where}: 'hooks' must be an object")
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept: list[Any] = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(group, dict) or not isinstance(entries, list):
+                kept.append(group)
+                continue
+            others = [e for e in entries if not _ours(e)]
+            if len(others) == len(entries):
+                kept.append(group)
+            elif others:
+                kept.append({**group, "hooks": others})
+        if kept:
+            hooks[event] = kept
+        elif groups:
+            del hooks[event]
+    return result
+
+
+def render(settings: Mapping[str, Any]) -> str:
+    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def diff(path: Path, before: str | None, after: str) -> str:
+    lines = difflib.unified_diff(
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=str(path) if before is not None else "/dev/null",
+        tofile=str(path),
+    )
+    return "".join(lines)
+
+
+def backup(path: Path) -> Path:
+    """Copy ``path`` to ``<name>.bak-<UTC time>`` (never over an earlier backup)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.bak-{stamp}")
+    number = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.bak-{stamp}-{number}")
+        number += 1
+    mode = path.stat().st_mode & 0o777
+    write_atomic(target, path.read_bytes(), mode & 0o600 or 0o600)
+    return target
+
+
+def write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Write ``path`` atomically (temp file, fsync, rename, fsync the directory). A missing
+    directory is created (0700); an existing one is left as it is."""
+    directory = path.parent
+    if not directory.is_dir():
+        directory.mkdir(mode=0o700, parents=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

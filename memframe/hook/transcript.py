@@ -1,0 +1,328 @@
+"""Reading a live Claude Code transcript incrementally.
+
+Each run reads from a byte cursor to the last complete line (a line still being written is left
+for the next run), so a long session is never read twice. Records become messages with the
+Claude Code reader's own record parsing, and messages become the same events
+:func:`memframe.events.derive_events` gives for a whole file:
+
+- side-chain (sub-agent) records are skipped;
+- the assistant records one response was split into are merged: the last assistant message of
+  an increment is held back (and kept in the reader's state) until a record that does not
+  continue it arrives, or the turn ends (``final``), so a response split across two runs is still
+  one message;
+- tool uses wait (across runs) for their results, joined by tool-use id; a successful file read
+  also gives a ``FileReadEvent``;
+- a compaction boundary gives a ``CompactEvent``;
+- a rewind (a record whose parent is an earlier record, not the last one) gives a
+  :class:`RewindEvent`: the messages of the abandoned branch leave the history;
+- a record seen before (same ``uuid``) is skipped, so a transcript that was replaced or
+  truncated is read again from its start without repeating what was already dispatched.
+
+The file's identity (device, inode) is kept with the cursor: another file under the same name,
+or a file shorter than the cursor, restarts the reading at byte 0.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from memframe.events import (
+    CompactEvent,
+    Event,
+    FileReadEvent,
+    MessageEvent,
+    StopEvent,
+    ToolUseEvent,
+    is_file_read,
+    strip_read_decorations,
+)
+from memframe.hook.records import (
+    decode_message,
+    decode_tool_use,
+    encode_message,
+    encode_tool_use,
+)
+from memframe.messages import Message, MessageError, ToolUseBlock
+from memframe.transcripts._jsonl import ReadStats
+from memframe.transcripts.claude_code import MESSAGE_TYPES, _boundary, _continues, _message
+
+CHUNK_SIZE = 1024 * 1024
+MAX_RECORD_BYTES = 64 * 1024 * 1024  # as the whole-file reader
+MAX_MARKS = 2_000  # record uuids remembered (duplicates, rewind points)
+MAX_PROBLEMS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class RewindEvent:
+    """The user went back in the conversation: keep only the first ``keep`` messages of the
+    history (counted since the last compaction)."""
+
+    keep: int
+
+
+HookEvent: TypeAlias = Event | RewindEvent
+
+
+@dataclass
+class Increment:
+    """What one read found."""
+
+    events: list[HookEvent] = field(default_factory=list)
+    lines: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+    restarted: str | None = None  # "replaced" or "truncated" when reading started again at 0
+    skipped_sidechain: int = 0
+    duplicates: int = 0
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+class IncrementalReader:
+    """The reading position in one transcript and what carries over between increments.
+
+    Build it from the state a previous run saved (:meth:`to_state`), call :meth:`read`, then
+    save :meth:`to_state` again once the events were dispatched.
+    """
+
+    def __init__(self, state: Mapping[str, Any] | None = None) -> None:
+        state = state or {}
+        self.cursor = max(0, _int(state.get("cursor")))
+        self.line = max(0, _int(state.get("line")))
+        identity = state.get("file")
+        self.file: tuple[int, int] | None = (
+            (identity[0], identity[1])
+            if isinstance(identity, list)
+            and len(identity) == 2
+            and all(isinstance(v, int) for v in identity)
+            else None
+        )
+        self.emitted = max(0, _int(state.get("emitted")))
+        self.last_uuid = _str(state.get("last_uuid"))
+        marks = state.get("marks")
+        self.marks: dict[str, int] = (
+            {k: v for k, v in marks.items() if isinstance(v, int)}
+            if isinstance(marks, dict)
+            else {}
+        )
+        self.pending: Message | None = None
+        pending = state.get("pending")
+        if isinstance(pending, Mapping):
+            try:
+                self.pending = decode_message(pending)
+            except MessageError:
+                self.pending = None
+        tools = state.get("tools")
+        self.tools: dict[str, ToolUseBlock] = {}
+        for raw in tools if isinstance(tools, list) else []:
+            tool_use = decode_tool_use(raw)
+            if tool_use is not None:
+                self.tools[tool_use.id] = tool_use
+        self._stats = ReadStats()
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "cursor": self.cursor,
+            "line": self.line,
+            "file": list(self.file) if self.file is not None else None,
+            "emitted": self.emitted,
+            "last_uuid": self.last_uuid,
+            "marks": self.marks,
+            "pending": encode_message(self.pending) if self.pending is not None else None,
+            "tools": [encode_tool_use(t) for t in self.tools.values()],
+        }
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def read(self, path: str | os.PathLike[str], *, final: bool = False) -> Increment:
+        """The events of the complete lines after the cursor. With ``final`` (the turn or the
+        session ended) a held-back assistant message is released too. A missing file is an
+        empty increment."""
+        out = Increment()
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
+        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            out.problems.append(f"cannot open the transcript: {exc}")
+            if final:
+                self._release(out)
+            return out
+        with handle:
+            stat = os.fstat(handle.fileno())
+            identity = (stat.st_dev, stat.st_ino)
+            if self.file is not None and identity != self.file:
+                out.restarted = "replaced"
+            elif stat.st_size < self.cursor:
+                out.restarted = "truncated"
+            if out.restarted:
+                self.cursor = 0
+                self.line = 0
+            self.file = identity
+            handle.seek(self.cursor)
+            self._read_lines(handle, out)
+        if final:
+            self._release(out)
+        out.problems.extend(f"line {p.line}: {p.reason}" for p in self._stats.problems)
+        del out.problems[MAX_PROBLEMS:]
+        self._stats = ReadStats()
+        return out
+
+    def _read_lines(self, handle: Any, out: Increment) -> None:
+        buffer = bytearray()
+        discarding = False  # inside a line longer than MAX_RECORD_BYTES
+        while chunk := handle.read(CHUNK_SIZE):
+            buffer += chunk
+            start = 0
+            while (end := buffer.find(b"\n", start)) >= 0:
+                line = bytes(buffer[start:end])
+                self.line += 1
+                out.lines += 1
+                if discarding:
+                    discarding = False
+                    self._stats.problem(self.line, "line longer than the record limit; skipped")
+                else:
+                    self._line(line, out)
+                start = end + 1
+            consumed = start
+            del buffer[:start]
+            self.cursor += consumed
+            out.bytes += consumed
+            if len(buffer) > MAX_RECORD_BYTES:
+                # A line too long to hold: drop what there is and skip to its end.
+                self.cursor += len(buffer)
+                out.bytes += len(buffer)
+                buffer.clear()
+                discarding = True
+        if discarding:
+            # the over-long line has not ended yet; its tail fails to parse in the next run
+            self._stats.problem(self.line + 1, "line longer than the record limit; skipped")
+
+    def _line(self, line: bytes, out: Increment) -> None:
+        if not line.strip():
+            return
+        if self.line == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            self._stats.problem(self.line, f"invalid JSON: {exc}")
+            return
+        if not isinstance(record, dict):
+            self._stats.problem(self.line, "expected a JSON object")
+            return
+        self._record(record, out)
+
+    # -- records -------------------------------------------------------------------------------
+
+    def _length(self) -> int:
+        """Messages in the history once the held-back one is out."""
+        return self.emitted + (1 if self.pending is not None else 0)
+
+    def _mark(self, uuid: str | None, length: int) -> None:
+        if uuid is None:
+            return
+        self.marks[uuid] = length
+        if len(self.marks) > MAX_MARKS:
+            for key in list(self.marks)[: len(self.marks) - MAX_MARKS]:
+                del self.marks[key]
+
+    def _record(self, record: dict[str, Any], out: Increment) -> None:
+        if record.get("isSidechain") is True:
+            out.skipped_sidechain += 1
+            return
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            return
+        uuid = _str(record.get("uuid"))
+        if uuid is not None:
+            if uuid in self.marks:
+                out.duplicates += 1
+                return
+            parent = _str(record.get("parentUuid"))
+            if (
+                parent is not None
+                and self.last_uuid is not None
+                and parent != self.last_uuid
+                and parent in self.marks
+            ):
+                self._rewind(self.marks[parent], out)
+            self.last_uuid = uuid
+        if kind == "system":
+            if record.get("subtype") == "compact_boundary":
+                self._release(out, tools=False)
+                out.events.append(CompactEvent(_boundary(record, self.line)))
+                self.emitted = 0
+                self.marks.clear()
+            self._mark(uuid, self._length())
+            return
+        if kind not in MESSAGE_TYPES:
+            self._mark(uuid, self._length())
+            return
+        message = _message(record, kind, self.line, self._stats)
+        if message is None:
+            self._mark(uuid, self._length())
+            return
+        if self.pending is not None and _continues(self.pending, message):
+            # one response split over records: blocks add up, the last usage is complete
+            self.pending.content = self.pending.content + message.content
+            self.pending.wire_content = None
+            if message.usage is not None:
+                self.pending.usage = message.usage
+        else:
+            self._release(out, tools=False)
+            if message.role == "assistant" and message.id is not None:
+                self.pending = message
+            else:
+                self._emit(message, out)
+        self._mark(uuid, self._length())
+
+    def _rewind(self, keep: int, out: Increment) -> None:
+        self._release(out, tools=False)
+        if keep < self.emitted:
+            out.events.append(RewindEvent(keep))
+            self.emitted = keep
+            self.tools.clear()  # calls of the abandoned branch never get their results
+
+    def _emit(self, message: Message, out: Increment) -> None:
+        out.events.append(MessageEvent(message))
+        self.emitted += 1
+        if message.role == "assistant":
+            for tool_use in message.tool_uses:
+                self.tools[tool_use.id] = tool_use
+            if not message.has_tool_calls and not message.is_sidechain:
+                out.events.append(StopEvent(message))
+            return
+        for result in message.tool_results:
+            called = self.tools.pop(result.tool_use_id, None)
+            if called is None:
+                continue
+            out.events.append(ToolUseEvent(called, result))
+            path = is_file_read(called)
+            if path is not None and not result.is_error:
+                out.events.append(FileReadEvent(path, strip_read_decorations(result.content)))
+
+    def _release(self, out: Increment, *, tools: bool = False) -> None:
+        """Emit the held-back message; with ``tools``, also the calls that never got a result."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self._emit(pending, out)
+        if tools:
+            for tool_use in self.tools.values():
+                out.events.append(ToolUseEvent(tool_use, None))
+            self.tools.clear()
+
+    def finish(self) -> list[HookEvent]:
+        """The session ended: the held-back message and every call still without a result."""
+        out = Increment()
+        self._release(out, tools=True)
+        return out.events
