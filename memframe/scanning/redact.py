@@ -1,0 +1,122 @@
+"""Redacted copies under a directory; the originals are never touched.
+
+A file keeps its path relative to the working directory under the redaction directory (a path
+outside it keeps its absolute path, without the leading ``/``); a team entry goes to
+``team-db/<database file name>/<repo>/<key>``. Copies are written to a temporary file and
+renamed, with mode 0600. Every secret the scanner finds is redacted, including findings that a
+baseline or ``memframe:allow`` keeps out of the report: the copy is meant to be safe to share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import quote
+
+from memframe._fs import ensure_private_dir
+from memframe.scanner import REDACTED
+
+COPY_CHUNK = 1 << 20
+
+
+class RedactError(Exception):
+    """A redacted copy cannot be written."""
+
+
+def copy_path(redact_dir: Path, display: str) -> Path:
+    """Where the redacted copy of the file reported as ``display`` goes."""
+    parts = Path(display).parts
+    if Path(display).is_absolute() or ".." in parts:
+        absolute = Path(os.path.abspath(display))
+        parts = absolute.parts[1:]
+    return redact_dir.joinpath(*parts)
+
+
+def entry_path(redact_dir: Path, db: Path, repo: str, key: str) -> Path:
+    """Where the redacted copy of a team entry goes (every part made a safe file name)."""
+
+    def safe(part: str) -> str:
+        quoted = quote(part, safe=" @+,=-_")
+        return quoted.replace(".", "%2E") if quoted in {"", ".", ".."} else quoted
+
+    key_parts = [safe(p) for p in key.split("/")] or ["%2E"]
+    return redact_dir.joinpath("team-db", safe(db.name), safe(repo), *key_parts)
+
+
+def _check_target(target: Path, source: str | None) -> None:
+    if source is not None and target.exists() and os.path.samefile(target, source):
+        raise RedactError(f"{target}: the redacted copy would overwrite the file it copies")
+
+
+@contextlib.contextmanager
+def _atomic(target: Path) -> Iterator[BinaryIO]:
+    ensure_private_dir(target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes(target: Path, data: bytes, *, source: str | None = None) -> None:
+    """Write a copy whose whole content is known."""
+    _check_target(target, source)
+    try:
+        with _atomic(target) as out:
+            out.write(data)
+    except OSError as exc:
+        raise RedactError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+
+def write_text(target: Path, text: str, *, source: str | None = None) -> None:
+    write_bytes(target, text.encode("utf-8", "surrogateescape"), source=source)
+
+
+def span_replacements(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
+    """Byte spans (overlapping or touching ones merged) → ``[REDACTED]`` replacements."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    marker = REDACTED.encode()
+    return [(start, end, marker) for start, end in merged]
+
+
+def write_replaced(
+    target: Path, source: str, replacements: Iterable[tuple[int, int, bytes]]
+) -> None:
+    """Stream ``source`` to ``target`` with each byte range ``[start, end)`` replaced (ranges
+    sorted, not overlapping): memory stays bounded by the chunk size."""
+    _check_target(target, source)
+    try:
+        with open(source, "rb") as src, _atomic(target) as out:
+            position = 0
+            for start, end, data in sorted(replacements):
+                _copy(src, out, start - position)
+                out.write(data)
+                src.seek(end)
+                position = end
+            _copy(src, out, None)
+    except OSError as exc:
+        raise RedactError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+
+def _copy(src: BinaryIO, out: BinaryIO, count: int | None) -> None:
+    while count is None or count > 0:
+        chunk = src.read(COPY_CHUNK if count is None else min(COPY_CHUNK, count))
+        if not chunk:
+            return
+        out.write(chunk)
+        if count is not None:
+            count -= len(chunk)
