@@ -40,6 +40,7 @@ RUNNABLE_DOCS = (
     "memdir.md",
     "server.md",
     "magic-docs.md",
+    "team-sync.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
