@@ -172,6 +172,10 @@ class _Snapshot:
     entry_checksums: dict[str, str]
 
 
+# Reported like a rule id when a ``type: user`` memory sits in team/: it is never sent.
+PRIVATE_USER_MEMORY = "user-memory-is-private"
+
+
 class TeamSyncClient:
     """Syncs ``<memory_dir>/team/`` with the server in ``config``.
 
@@ -459,7 +463,12 @@ class TeamSyncClient:
         return plan
 
     def _gate(self, entry: LocalEntry) -> BlockedEntry | None:
-        """The secret gate: ``None`` when the entry may be sent."""
+        """The gate: ``None`` when the entry may be sent. Secrets never leave; neither does a
+        ``user`` memory, which is private whatever folder it was put in."""
+        from memframe.memdir.files import parse_memory
+
+        if parse_memory(entry.text, Path("team.md")).type == "user":
+            return BlockedEntry(entry.checksum, [PRIVATE_USER_MEMORY], [1])
         findings = self.scanner.find(entry.text)
         if not findings:
             return None

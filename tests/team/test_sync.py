@@ -939,3 +939,29 @@ def test_cli_reads_settings_and_reports_configuration_errors(server, tmp_path):
 
     bad = _cli(tmp_path, "push", "--bogus")
     assert bad.returncode == 2
+
+
+def test_a_user_memory_in_team_is_never_sent(tmp_path):
+    """memframe's own writers refuse a ``type: user`` memory in team/; one put there by hand or
+    by the agent's Write tool is held back by the push gate."""
+    from memframe.scanner import default_scanner
+    from memframe.server.app import start_server
+    from memframe.server.sqlite import SQLiteStorage
+    from memframe.server.storage import hash_token
+    from memframe.team_sync.client import PRIVATE_USER_MEMORY, TeamSyncClient
+    from memframe.team_sync.settings import SyncConfig
+
+    storage = SQLiteStorage(tmp_path / "team.db")
+    storage.add_token("t", hash_token("mft_user"), ("acme/app",))
+    team = tmp_path / "memory" / "team"
+    team.mkdir(parents=True)
+    (team / "me.md").write_text("---\nname: Me\ndescription: who\ntype: user\n---\nI am Ana.\n")
+    (team / "deploy.md").write_text("---\nname: Deploy\ndescription: d\ntype: project\n---\nx\n")
+    with start_server(storage) as server:
+        config = SyncConfig(server=server.url, repo="acme/app", token="mft_user")
+        result = TeamSyncClient(config, tmp_path / "memory", default_scanner()).push()
+    stored = storage.get("acme/app")
+    storage.close()
+    assert stored is not None and set(stored.entries) == {"deploy.md"}
+    assert [b.key for b in result.blocked] == ["me.md"]
+    assert result.blocked[0].rules == [PRIVATE_USER_MEMORY]
