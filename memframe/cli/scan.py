@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
     from memframe.scanning.hits import Hit
+    from memframe.scanning.progress import Progress
     from memframe.scanning.runner import ScanStats
 
 FORMATS = ("text", "json", "sarif", "csv")
@@ -84,6 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="no progress display and no summary"
     )
+    dask = parser.add_mutually_exclusive_group()
+    dask.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="scan on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:PORT); the "
+        "workers must see the scanned paths at the same place (pip install 'memframe[dask]')",
+    )
+    dask.add_argument(
+        "--dask-local",
+        type=int,
+        metavar="N",
+        help="scan on a local Dask cluster of N worker processes",
+    )
 
 
 def _scanner(rule_files: list[Path]) -> SecretScanner:
@@ -128,6 +142,8 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[Path]]:
             raise CommandError(f"{db}: no such team database file")
     if args.threads is not None and args.threads < 1:
         raise CommandError("--threads must be at least 1")
+    if args.dask_local is not None and args.dask_local < 1:
+        raise CommandError("--dask-local must be at least 1")
     if args.redact is not None and args.redact.exists() and not args.redact.is_dir():
         raise CommandError(f"--redact {args.redact}: not a directory")
     return paths, dbs
@@ -158,25 +174,28 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from exc
 
     progress = Progress.for_stderr(quiet=args.quiet, total_bytes=_total_bytes(paths, dbs))
-    runner = ScanRunner(
-        scanner,
-        threads=args.threads,
-        redact_dir=args.redact.absolute() if args.redact is not None else None,
-        use_ignore=not args.no_ignore,
-        progress=progress,
-    )
     started = time.perf_counter()
-    try:
-        runner.scan_paths(paths)
-        for db in dbs:
-            runner.scan_team_db(db)
-    except (TeamDbError, RedactError) as exc:
-        raise CommandError(str(exc)) from exc
-    finally:
-        progress.close()
+    if args.dask is not None or args.dask_local is not None:
+        found, stats = _scan_on_dask(args, scanner, paths, dbs, progress)
+    else:
+        runner = ScanRunner(
+            scanner,
+            threads=args.threads,
+            redact_dir=args.redact.absolute() if args.redact is not None else None,
+            use_ignore=not args.no_ignore,
+            progress=progress,
+        )
+        try:
+            runner.scan_paths(paths)
+            for db in dbs:
+                runner.scan_team_db(db)
+        except (TeamDbError, RedactError) as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            progress.close()
+        found, stats = runner.all_hits(), runner.stats
     seconds = time.perf_counter() - started
 
-    found = runner.all_hits()
     allowed = sum(1 for h in found if h.allowed)
     hits = [h for h in found if not h.allowed]
     if args.write_baseline is not None:
@@ -187,16 +206,56 @@ def run(args: argparse.Namespace) -> int:
         reported: list[Hit] = []
     else:
         reported = [h for h in hits if baseline.fingerprint(h) not in accepted]
-    summary = _summary(runner.stats, reported, len(hits) - len(reported), allowed, seconds)
+    summary = _summary(stats, reported, len(hits) - len(reported), allowed, seconds)
     _write_report(args, scanner, reported, summary)
 
-    for error in runner.stats.errors:
+    for error in stats.errors:
         print(f"memframe: warning: {error}", file=sys.stderr)
     if not args.quiet:
         print(_summary_line(summary, args.write_baseline), file=sys.stderr)
     if reported:
         return EXIT_FAILURE
-    return EXIT_USAGE if runner.stats.errors else EXIT_OK
+    return EXIT_USAGE if stats.errors else EXIT_OK
+
+
+def _scan_on_dask(
+    args: argparse.Namespace,
+    scanner: SecretScanner,
+    paths: list[str],
+    dbs: list[Path],
+    progress: Progress,
+) -> tuple[list[Hit], ScanStats]:
+    """The scan on a Dask cluster (``--dask`` or ``--dask-local``): same findings and stats."""
+    from memframe.cli import CommandError
+    from memframe.scanning.distributed import (
+        DaskError,
+        DaskScanner,
+        local_worker_threads,
+        open_client,
+    )
+    from memframe.scanning.redact import RedactError
+    from memframe.scanning.teamdb import TeamDbError
+
+    threads = args.threads
+    if threads is None and args.dask_local is not None:
+        threads = local_worker_threads(args.dask_local)
+    try:
+        with open_client(args.dask, local_workers=args.dask_local) as client:
+            on_dask = DaskScanner(
+                scanner,
+                client,
+                threads=threads,
+                redact_dir=args.redact.absolute() if args.redact is not None else None,
+                use_ignore=not args.no_ignore,
+                progress=progress,
+            )
+            try:
+                on_dask.scan(paths, dbs)
+            finally:
+                progress.close()
+    except (DaskError, TeamDbError, RedactError) as exc:
+        raise CommandError(str(exc)) from exc
+    return on_dask.all_hits(), on_dask.stats
 
 
 def _summary(

@@ -197,7 +197,8 @@ def _pre_tool_use(hook: HookInput, config: Config, project: Path) -> Answer:
     if hook.tool_name not in WRITE_TOOLS:
         return Answer()
     from memframe.hook.guard import check_write, refusal
-    from memframe.hook.memory import TEAM_DIR, memory_location
+    from memframe.hook.memory import memory_location
+    from memframe.memdir.files import TEAM_DIR
 
     team_dir = memory_location(project, config).path / TEAM_DIR
     cwd = Path(hook.cwd) if hook.cwd else project  # where a relative file_path starts

@@ -12,7 +12,6 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,8 +20,9 @@ import orjson
 from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import settings_from
-from memframe.memdir import MemoryStore, freshness_caveat, load_for_prompt, locate
+from memframe.memdir import MemoryStore, freshness_caveat, locate
 from memframe.memdir.files import Memory
+from memframe.memdir.index import memory_prompt
 from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelError, ModelRequest, backend_supports
 from memframe.ranking import Document, bm25
@@ -46,11 +46,6 @@ class MemdirSettings:
     selector: str = field(default="auto", metadata={"choices": ("auto", "bm25", "model")})
 
 
-def instructions(memory_dir: str) -> str:
-    text = (resources.files("memframe") / "data" / "memdir" / "instructions.md").read_text("utf-8")
-    return text.replace("{{memory_dir}}", memory_dir)
-
-
 class MemdirLayer:
     name = "memdir"
 
@@ -64,9 +59,7 @@ class MemdirLayer:
 
     @hookimpl
     def collect_context(self, session: Session, prompt: str | None) -> list[ContextBlock]:
-        index, _warnings = load_for_prompt(self.store.index_text())
-        text = instructions(str(self.location.path))
-        text += "\n\n## MEMORY.md\n\n" + (index.strip() or "(empty: nothing saved yet)")
+        text, _warnings = memory_prompt(str(self.location.path), self.store.index_text())
         blocks = [ContextBlock(self.name, "Memory", text)]
         if prompt and prompt.strip():
             relevant = self.relevant(session, prompt)

@@ -1,53 +1,63 @@
 """The persistent memory directory (SPEC §4.2): location, memory files, the MEMORY.md index and
-the store that keeps them consistent."""
+the store that keeps them consistent.
+
+The package is light to import (the hook's fast path reads the location and the index on every
+event): the store and the native hashes load only when used.
+"""
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from memframe.memdir.files import (
-    DEFAULT_SCOPE,
-    MEMORY_TYPES,
-    Memory,
-    MemoryFormatError,
-    freshness_caveat,
-    parse_memory,
-    render_memory,
-)
-from memframe.memdir.index import INDEX_FILE, MAX_BYTES, MAX_LINES, load_for_prompt
-from memframe.memdir.location import MemoryLocation, resolve_memory_dir
-from memframe.memdir.store import DoctorReport, MemoryStore
+from memframe.memdir.location import MODE_ENV, MemoryLocation, locate_for, resolve_memory_dir
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
+    from memframe.memdir.files import (
+        DEFAULT_SCOPE,
+        MEMORY_TYPES,
+        Memory,
+        MemoryFormatError,
+        freshness_caveat,
+        parse_memory,
+        render_memory,
+    )
+    from memframe.memdir.index import INDEX_FILE, MAX_BYTES, MAX_LINES, load_for_prompt
+    from memframe.memdir.store import DoctorReport, MemoryStore
 
-MODE_ENV = "MEMFRAME_MEMORY_MODE"
+_LAZY = {
+    "DEFAULT_SCOPE": "files",
+    "MEMORY_TYPES": "files",
+    "Memory": "files",
+    "MemoryFormatError": "files",
+    "freshness_caveat": "files",
+    "parse_memory": "files",
+    "render_memory": "files",
+    "INDEX_FILE": "index",
+    "MAX_BYTES": "index",
+    "MAX_LINES": "index",
+    "load_for_prompt": "index",
+    "DoctorReport": "store",
+    "MemoryStore": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memframe.memdir' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"memframe.memdir.{module}"), name)
 
 
 def locate(frame: MemoryFrame) -> MemoryLocation:
     """The memory directory of ``frame``'s project (see :func:`resolve_memory_dir`); resolved
     once per frame, so every layer agrees and a warning is logged once."""
-    from memframe.config import SETTINGS_FILE, ConfigError
-
     cached: MemoryLocation | None = getattr(frame, "_memory_location", None)
-    if cached is not None:
-        return cached
-
-    mode = os.environ.get(MODE_ENV, "").strip() or frame.config.settings.get(
-        "memory_mode", "memframe"
-    )
-    if not isinstance(mode, str):
-        raise ConfigError(f"settings 'memory_mode' must be a string, got {mode!r}")
-    location = resolve_memory_dir(
-        frame.project_dir,
-        mode=mode,
-        home=frame.config.home,
-        user_settings=frame.config.settings,
-        user_settings_path=frame.config.config_dir / SETTINGS_FILE,
-    )
-    frame._memory_location = location
-    return location
+    if cached is None:
+        cached = locate_for(frame.project_dir, frame.config)
+        frame._memory_location = cached
+    return cached
 
 
 __all__ = [
@@ -65,6 +75,7 @@ __all__ = [
     "freshness_caveat",
     "load_for_prompt",
     "locate",
+    "locate_for",
     "parse_memory",
     "render_memory",
     "resolve_memory_dir",

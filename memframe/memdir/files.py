@@ -9,8 +9,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memframe import _backend
-
 MEMORY_TYPES = ("user", "feedback", "project", "reference")
 # Where each type belongs by default. ``user`` memories never leave the machine.
 DEFAULT_SCOPE = {"user": "private", "feedback": "private", "project": "team", "reference": "team"}
@@ -50,6 +48,8 @@ class Memory:
     @property
     def content_hash(self) -> str:
         """xxh3 of the normalised body: equal statements are equal memories."""
+        from memframe import _backend  # the native engine: only when a hash is needed
+
         return f"{_backend.xxh3_64(normalise(self.body)):016x}"
 
     def age_days(self, now: float | None = None) -> int:
@@ -108,7 +108,11 @@ def render_memory(name: str, description: str, kind: str, body: str) -> str:
 def slugify(name: str, limit: int = 60) -> str:
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:limit].strip("-")
-    return slug or f"memory-{_backend.xxh3_64(name) & 0xFFFFFFFF:08x}"
+    if slug:
+        return slug
+    from memframe import _backend
+
+    return f"memory-{_backend.xxh3_64(name) & 0xFFFFFFFF:08x}"
 
 
 def freshness_caveat(memory: Memory, now: float | None = None) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 INDEX_FILE = "MEMORY.md"
 MAX_LINES = 200
@@ -85,3 +86,31 @@ def load_for_prompt(text: str) -> tuple[str, list[str]]:
     if warnings:
         loaded = loaded + "\n\n" + "\n".join(warnings)
     return loaded, warnings
+
+
+EMPTY_INDEX = "(empty: nothing saved yet)"
+
+
+def instructions(memory_dir: str) -> str:
+    """The memory instructions for the agent (read from the package's data files directly:
+    ``importlib.resources`` costs the hook's fast path more than the read)."""
+    import memframe
+
+    path = Path(memframe.__file__).parent / "data" / "memdir" / "instructions.md"
+    if path.is_file():
+        text = path.read_text("utf-8")
+    else:  # not a plain file layout (a zip): the resources API reads it
+        from importlib import resources
+
+        text = (resources.files("memframe") / "data" / "memdir" / "instructions.md").read_text(
+            "utf-8"
+        )
+    return text.replace("{{memory_dir}}", memory_dir)
+
+
+def memory_prompt(memory_dir: str, index_text: str) -> tuple[str, list[str]]:
+    """The "Memory" block's text: the instructions, then ``MEMORY.md`` cut to its limits (with a
+    warning line per limit that fired), and those warnings."""
+    loaded, warnings = load_for_prompt(index_text)
+    text = instructions(memory_dir) + "\n\n## MEMORY.md\n\n" + (loaded.strip() or EMPTY_INDEX)
+    return text, warnings

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memframe.config import ConfigError, read_settings
+from memframe.config import SETTINGS_FILE, Config, ConfigError, read_settings
 from memframe.paths import project_key
 
 log = logging.getLogger("memframe")
 SETTING = "autoMemoryDirectory"
+MODE_ENV = "MEMFRAME_MEMORY_MODE"
 
 
 @dataclass(frozen=True)
@@ -109,3 +110,23 @@ def _redirecting_project_settings(project_dir: Path, flavour: Flavour) -> list[s
         if SETTING in settings:
             found.append(str(path))
     return found
+
+
+def locate_for(
+    project_dir: Path, config: Config, env: Mapping[str, str] | None = None
+) -> MemoryLocation:
+    """The memory directory of ``project_dir`` under ``config`` (mode from MEMFRAME_MEMORY_MODE
+    or the ``memory_mode`` setting)."""
+    env = os.environ if env is None else env
+    configured = config.settings.get("memory_mode", "memframe")
+    mode = env.get(MODE_ENV, "").strip() or configured
+    if not isinstance(mode, str):
+        raise ConfigError(f"settings 'memory_mode' must be a string, got {mode!r}")
+    return resolve_memory_dir(
+        project_dir,
+        mode=mode,
+        home=config.home,
+        user_settings=config.settings,
+        user_settings_path=config.config_dir / SETTINGS_FILE,
+        env=env,
+    )

@@ -763,7 +763,7 @@ def test_the_hook_does_not_load_the_runtime(hook_env):
         "sys.stdout = io.TextIOWrapper(io.BytesIO())\n"
         "main(['hook'])\n"
         "heavy = ('pluggy', 'memframe.frame', 'memframe._native', 'memframe._backend',\n"
-        "         'memframe.memdir', 'memframe.session', 'httpx', 'memframe.scanner')\n"
+        "         'memframe.memdir.store', 'memframe.session', 'httpx', 'memframe.scanner')\n"
         "sys.stderr.write(','.join(m for m in heavy if m in sys.modules))\n"
     )
     for event in ("SessionStart", "UserPromptSubmit", "Stop"):
