@@ -158,13 +158,18 @@ def state_path(memory_dir: Path) -> Path:
     return memory_dir / STATE_FILE
 
 
-def load_state(memory_dir: Path, server: str, repo: str) -> SyncState:
-    """The state for ``server`` and ``repo`` (fresh when missing, unreadable or for another)."""
+def _state_key(server: str | None, repo: str | None) -> str:
+    return f"{server} {repo}"
+
+
+def _read_states(memory_dir: Path) -> dict[str, Any]:
+    """Every stored state by ``"<server> <repo>"`` (one per server and repo, so syncing another
+    repo never makes this one forget what it knew). The older single-state layout is read too."""
     path = state_path(memory_dir)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return SyncState(server=server, repo=repo)
+        return {}
     except OSError as exc:
         raise SyncError(f"cannot read the team sync state {path}: {exc}") from exc
     try:
@@ -173,17 +178,33 @@ def load_state(memory_dir: Path, server: str, repo: str) -> SyncState:
             raise ValueError(f"top level is {type(data).__name__}, not an object")
     except ValueError as exc:
         log.warning("team sync state %s is unreadable (%s): starting afresh", path, exc)
+        return {}
+    states = data.get("states")
+    if isinstance(states, dict):
+        return {k: v for k, v in states.items() if isinstance(v, dict)}
+    if data.get("server"):  # the single-state layout
+        return {_state_key(data.get("server"), data.get("repo")): data}
+    return {}
+
+
+def load_state(memory_dir: Path, server: str, repo: str) -> SyncState:
+    """The state for ``server`` and ``repo`` (fresh when missing or unreadable)."""
+    entry = _read_states(memory_dir).get(_state_key(server, repo))
+    if entry is None:
         return SyncState(server=server, repo=repo)
-    state = SyncState.from_json(data)
+    state = SyncState.from_json(entry)
     if (state.server, state.repo) != (server, repo):
-        if state.server is not None:
-            log.info("team sync: %s was synced with another server or repo: starting afresh", path)
         return SyncState(server=server, repo=repo)
     return state
 
 
 def save_state(memory_dir: Path, state: SyncState) -> None:
-    payload = orjson.dumps(state.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    """Store ``state`` beside the states of other servers and repos (call under the sync lock)."""
+    states = _read_states(memory_dir)
+    key = _state_key(state.server, state.repo)
+    states[key] = state.to_json()
+    document = {"current": key, "states": states}
+    payload = orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
     atomic_write_bytes(state_path(memory_dir), payload, mode=PRIVATE_FILE_MODE)
 
 

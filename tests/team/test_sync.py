@@ -25,8 +25,13 @@ from tests.team.conftest import REPO, TOKEN, Fault, FaultProxy, make_client, wri
 BIG = 250_001
 
 
-def state_of(memory_dir: Path) -> dict[str, Any]:
-    return json.loads((memory_dir / STATE_FILE).read_text())
+def state_of(memory_dir: Path, repo: str | None = None) -> dict[str, Any]:
+    """The stored sync state of ``repo`` (default: the last one synced)."""
+    document = json.loads((memory_dir / STATE_FILE).read_text())
+    if repo is None:
+        return document["states"][document["current"]]
+    (state,) = [s for s in document["states"].values() if s["repo"] == repo]
+    return state
 
 
 def mode(path: Path) -> int:
@@ -575,9 +580,18 @@ def test_the_state_of_another_repo_is_not_reused(server, memory_dir):
     write(memory_dir, "a.md", "a\n")
     assert make_client(memory_dir, server.url).push().ok
     other = make_client(memory_dir, server.url, repo="acme/other")
+    before = state_of(memory_dir, REPO)
     result = other.push()
     assert result.failure == "permanent" and "403" in result.error  # not allowed for that repo
     assert state_of(memory_dir)["repo"] == "acme/other"
+    # syncing another repo never makes this one forget what it knew (its checksums protect
+    # local edits from a server-wins pull)
+    assert state_of(memory_dir, REPO) == before
+    write(memory_dir, "a.md", "edited here\n")
+    back = make_client(memory_dir, server.url)
+    assert back.pull().ok
+    assert (memory_dir / "team" / "a.md").read_text() == "edited here\n"
+    assert back.push().pushed == ["a.md"]
 
 
 def test_pushes_from_threads_of_one_memory_dir_are_serialised(server, memory_dir):
