@@ -72,22 +72,25 @@ class _Engine(Protocol):
     def scan(self, data: Any) -> list[int]: ...
 
 
+def _coerce(data: str | bytes) -> str | bytes:
+    """``str`` and ``bytes`` as they are; other byte buffers as ``bytes``."""
+    if isinstance(data, str | bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"expected str or bytes, got {type(data).__name__}")
+
+
 def _clean(data: str | bytes) -> str | bytes:
     """Lone surrogates in a str (not valid Unicode scalar values) become U+FFFD on every engine;
     bytes pass through unchanged."""
-    if isinstance(data, str):
-        if data.isascii():
-            return data
+    data = _coerce(data)
+    if isinstance(data, str) and not data.isascii():
         try:
             data.encode("utf-8")
         except UnicodeEncodeError:
             return _LONE_SURROGATE.sub("\ufffd", data)
-        return data
-    if isinstance(data, bytearray | memoryview):
-        return bytes(data)
-    if isinstance(data, bytes):
-        return data
-    raise TypeError(f"expected str or bytes, got {type(data).__name__}")
+    return data
 
 
 def _make_engine(name: str, rules: RuleSet) -> _Engine:
@@ -137,22 +140,36 @@ class SecretScanner:
         plain = cleaned if isinstance(cleaned, str) else cleaned.decode("utf-8", "surrogateescape")
         return redact_spans(plain, [(f[3], f[4]) for f in findings])
 
+    def _many(self, name: str, texts: Sequence[str | bytes], threads: int | None) -> list[Any]:
+        """The engine's batch form ``name`` (``scan_many``/``find_many``) over ``texts``."""
+        many = getattr(self._impl, name, None)
+        if many is None:
+            single = getattr(self._impl, name.removesuffix("_many"))
+            return [single(_clean(t)) for t in texts]
+        if self.engine == "native":
+            # The native engine reads each str's UTF-8 in place and raises on the one thing that
+            # needs cleaning (lone surrogates, which have no UTF-8): checking every text first
+            # would encode each non-ASCII text twice.
+            try:
+                results: list[Any] = many([_coerce(t) for t in texts], threads)
+                return results
+            except UnicodeEncodeError:
+                pass
+        cleaned: list[Any] = many([_clean(t) for t in texts], threads)
+        return cleaned
+
     def scan_many(
         self, texts: Sequence[str | bytes], *, threads: int | None = None
     ) -> list[list[SecretMatch]]:
         """``scan`` of every text (in parallel on the native engine)."""
-        cleaned = [_clean(t) for t in texts]
-        many = getattr(self._impl, "scan_many", None)
-        results = many(cleaned, threads) if many else [self._impl.scan(t) for t in cleaned]
+        results = self._many("scan_many", texts, threads)
         return [[SecretMatch(*self._labels[i]) for i in hits] for hits in results]
 
     def find_many(
         self, texts: Sequence[str | bytes], *, threads: int | None = None
     ) -> list[list[Finding]]:
         """``find`` of every text (in parallel on the native engine)."""
-        cleaned = [_clean(t) for t in texts]
-        many = getattr(self._impl, "find_many", None)
-        results = many(cleaned, threads) if many else [self._impl.find(t) for t in cleaned]
+        results = self._many("find_many", texts, threads)
         return [[self._finding(raw) for raw in found] for found in results]
 
     def find_files(
