@@ -147,13 +147,14 @@ class SecretScanner:
             single = getattr(self._impl, name.removesuffix("_many"))
             return [single(_clean(t)) for t in texts]
         if self.engine == "native":
-            # The native engine reads each str's UTF-8 in place and raises on the one thing that
-            # needs cleaning (lone surrogates, which have no UTF-8): checking every text first
-            # would encode each non-ASCII text twice.
+            # The native engine takes str and bytes as they are, reads each str's UTF-8 in place
+            # and raises on what needs cleaning (lone surrogates, which have no UTF-8) or
+            # converting (other buffers): preparing every text first costs more than the scan
+            # of a small one, and would encode each non-ASCII text twice.
             try:
-                results: list[Any] = many([_coerce(t) for t in texts], threads)
+                results: list[Any] = many(texts, threads)
                 return results
-            except UnicodeEncodeError:
+            except (UnicodeEncodeError, TypeError):
                 pass
         cleaned: list[Any] = many([_clean(t) for t in texts], threads)
         return cleaned
@@ -163,14 +164,15 @@ class SecretScanner:
     ) -> list[list[SecretMatch]]:
         """``scan`` of every text (in parallel on the native engine)."""
         results = self._many("scan_many", texts, threads)
-        return [[SecretMatch(*self._labels[i]) for i in hits] for hits in results]
+        # an empty result is a fresh list already: kept as it is (most texts have no secret)
+        return [[SecretMatch(*self._labels[i]) for i in hits] if hits else hits for hits in results]
 
     def find_many(
         self, texts: Sequence[str | bytes], *, threads: int | None = None
     ) -> list[list[Finding]]:
         """``find`` of every text (in parallel on the native engine)."""
         results = self._many("find_many", texts, threads)
-        return [[self._finding(raw) for raw in found] for found in results]
+        return [[self._finding(raw) for raw in found] if found else found for found in results]
 
     def find_files(
         self, paths: Iterable[str | Path], *, threads: int | None = None
