@@ -32,10 +32,20 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE) -> None:
-    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename, fsync dir."""
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
+) -> None:
+    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename, fsync dir.
+
+    :param tighten_dir: make the directory 0700 (memframe's own directories). ``False`` for a
+        directory that belongs to someone else (Claude Code's settings): only a missing one is
+        created, 0700, and an existing one is left as it is.
+    """
     directory = path.parent
-    ensure_private_dir(directory)
+    if tighten_dir:
+        ensure_private_dir(directory)
+    elif not directory.is_dir():
+        directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as tmp:

@@ -8,7 +8,6 @@ place, a missing one is added, and every other hook, group and setting is left a
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import difflib
 import itertools
@@ -16,12 +15,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memframe._fs import atomic_write_bytes
 from memframe.hook import EVENTS
 
 DEFAULT_TIMEOUT = 30
@@ -201,25 +200,6 @@ def backup(path: Path) -> Path:
 
 
 def write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write ``path`` atomically (temp file, fsync, rename, fsync the directory). A missing
-    directory is created (0700); an existing one is left as it is."""
-    directory = path.parent
-    if not directory.is_dir():
-        directory.mkdir(mode=0o700, parents=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    """Write ``path`` atomically; a missing directory is created (0700), an existing one (the
+    user's ``~/.claude``) is left as it is."""
+    atomic_write_bytes(path, data, mode=mode, tighten_dir=False)
