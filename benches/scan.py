@@ -512,8 +512,7 @@ def run(quick: bool) -> BenchResult:
             status=floor["status"],
         )
         if floor.get("why"):
-            verb = "broken, tracked" if floor["status"] == "TRACKED" else "skipped"
-            notes.append(f"floor {floor['name']} {verb}: {floor['why']}")
+            notes.append(f"floor {floor['name']} skipped: {floor['why']}")
     notes.extend(
         [
             "MB/s = 10^6 bytes per second, best of the interleaved rounds (robust to a busy "
@@ -608,16 +607,6 @@ def _missed(
     return out
 
 
-# Floors the code does not meet yet: measured and printed every run, listed in check()'s notes,
-# but not failing the run, so the rest of the suite still lands. Each names where it is tracked.
-TRACKED: dict[str, str] = {
-    "native 1T / bare hyperscan": (
-        "issue 3 stays open until quiet CI runs confirm it: 0.70-0.84 before the wrapper fix "
-        "(the gap was SecretScanner's per-text Python work), 0.87-0.96 since"
-    ),
-}
-
-
 def _floors(speeds: dict[str, float], cpus: int) -> list[dict[str, Any]]:
     floors = []
     for name, (top, bottom, floor, two_cores) in FLOORS.items():
@@ -633,9 +622,6 @@ def _floors(speeds: dict[str, float], cpus: int) -> list[dict[str, Any]]:
         else:
             entry["ratio"] = ratio(speeds[top], speeds[bottom])
             entry["status"] = "pass" if entry["ratio"] >= floor else "FAIL"
-            if entry["status"] == "FAIL" and name in TRACKED:
-                entry["status"] = "TRACKED"
-                entry["why"] = TRACKED[name]
         floors.append(entry)
     return floors
 

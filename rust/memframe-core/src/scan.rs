@@ -14,8 +14,6 @@
 
 use std::path::Path;
 
-use rayon::prelude::*;
-
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use vectorscan_rs::{BlockDatabase, BlockScanner, Flag, Pattern, Scan};
@@ -436,16 +434,12 @@ impl Scanner {
 impl Scanner {
     /// `find` over many texts in parallel (`threads`: None = all cores).
     pub fn find_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<Finding>> {
-        crate::parallel::with_threads(threads, || {
-            texts.par_iter().with_min_len(8).map(|t| self.find(t)).collect()
-        })
+        crate::parallel::map_items(threads, texts, 8, |t| self.find(t))
     }
 
     /// `scan` over many texts in parallel.
     pub fn scan_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<usize>> {
-        crate::parallel::with_threads(threads, || {
-            texts.par_iter().with_min_len(8).map(|t| self.scan(t)).collect()
-        })
+        crate::parallel::map_items(threads, texts, 8, |t| self.scan(t))
     }
 
     /// `find` over files, memory-mapped, in parallel; an unreadable file gives its error text.
@@ -454,12 +448,7 @@ impl Scanner {
         paths: &[P],
         threads: Option<usize>,
     ) -> Vec<Result<Vec<Finding>, String>> {
-        crate::parallel::with_threads(threads, || {
-            paths
-                .par_iter()
-                .map(|path| self.find_file(path.as_ref()))
-                .collect()
-        })
+        crate::parallel::map_items(threads, paths, 1, |path| self.find_file(path.as_ref()))
     }
 
     fn find_file(&self, path: &Path) -> Result<Vec<Finding>, String> {

@@ -10,7 +10,6 @@ use memframe_core::{checksum, parallel, tokens};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
-use rayon::prelude::*;
 
 /// Borrow a str's UTF-8 or a bytes object's buffer.
 fn as_bytes<'a>(data: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
@@ -57,7 +56,7 @@ fn batch<T: Send>(
 ) -> PyResult<Vec<T>> {
     let slices = all_bytes(&items)?;
     Ok(py.detach(|| {
-        parallel::with_threads(threads, || slices.par_iter().map(|s| f(s)).collect())
+        parallel::map_items(threads, &slices, 1, |s| f(s))
     }))
 }
 
@@ -144,9 +143,7 @@ fn count_tokens_many(
         })
         .collect::<PyResult<Vec<&[u8]>>>()?;
     Ok(py.detach(|| {
-        parallel::with_threads(threads, || {
-            slices.par_iter().map(|s| tokens::count_tokens_bytes(s)).collect()
-        })
+        parallel::map_items(threads, &slices, 1, |s| tokens::count_tokens_bytes(s))
     }))
 }
 
