@@ -38,21 +38,22 @@ import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Unpack
 
 from memframe.rules import RuleSet
 from memframe.scanner import SecretScanner, redact_spans
 from memframe.scanning import redact
-from memframe.scanning.hits import Hit, char_to_byte, text_hits
+from memframe.scanning.hits import Hit
 from memframe.scanning.jsonl import JsonlResult, JsonlScanner
-from memframe.scanning.progress import Progress
 from memframe.scanning.runner import (
     BATCH_BYTES,
     BATCH_FILES,
     BIG_FILE_BYTES,
+    ScanBase,
+    ScanOptions,
     ScanRunner,
-    ScanStats,
     file_uri,
+    place_file,
 )
 from memframe.scanning.teamdb import TeamDbError, TeamDbResult, scan_team_db
 from memframe.scanning.walk import FileInput, Skipped, Walker
@@ -60,8 +61,10 @@ from memframe.scanning.windows import (
     CUT_SEARCH_BYTES,
     OVERLAP_BYTES,
     WINDOW_BYTES,
-    WINDOWS_PER_BATCH,
+    CrossWindowCheck,
+    WindowReader,
     find_cut,
+    window_hits,
 )
 
 if TYPE_CHECKING:
@@ -330,20 +333,6 @@ def _message(error: OSError) -> str:
     return error.strerror or str(error)
 
 
-def _chars(data: bytes) -> int:
-    return len(data.decode("utf-8", "surrogateescape"))
-
-
-@dataclass(frozen=True, slots=True)
-class _Window:
-    pos: int
-    data: bytes
-    cut: int
-    last: bool
-    line_base: int
-    col_base: int
-
-
 def scan_windows(
     scanner: SecretScanner,
     handle: BinaryIO,
@@ -361,61 +350,17 @@ def scan_windows(
     """The windows ``scan_range(handle, 0, size)`` reads from ``start`` (a window start) up to
     ``stop`` (the next range's first window start, or ``size``), scanned the same way."""
     outcome = RangeOutcome()
-    pos = start
-    end = size
-    line_base = col_base = 0
-    while pos < stop:
-        batch: list[_Window] = []
-        while len(batch) < WINDOWS_PER_BATCH and pos < stop:
-            handle.seek(pos)
-            wanted = min(window, end - pos)
-            data = handle.read(wanted)
-            if not data:
-                end = pos
-                break
-            last = len(data) < wanted or pos + len(data) >= end
-            cut = len(data) if last else find_cut(data, overlap)
-            batch.append(_Window(pos, data, cut, last, line_base, col_base))
-            newlines = data.count(b"\n", 0, cut)
-            if newlines:
-                col_base = _chars(data[data.rfind(b"\n", 0, cut) + 1 : cut])
-            else:
-                col_base += _chars(data[:cut])
-            line_base += newlines
-            pos += cut
-            if last:
-                end = pos
-        if not batch:
-            break
-        found_many = scanner.find_many([w.data for w in batch], threads=threads)
-        for w, found in zip(batch, found_many, strict=True):
-            candidates: list[tuple[Hit, int, int]] = []
-            if found:
-                text = w.data.decode("utf-8", "surrogateescape")
-                to_byte = char_to_byte(
-                    text, [o for f in found for o in (f.start, f.secret_start, f.secret_end)]
-                )
-                kept = [f for f in found if w.last or to_byte[f.start] < w.cut]
-                hits = text_hits(
-                    text,
-                    kept,
-                    path=path,
-                    uri=uri,
-                    known_rules=known_rules,
-                    line_base=w.line_base,
-                    col_base=w.col_base,
-                )
-                candidates = [
-                    (hit, w.pos + to_byte[f.secret_start], w.pos + to_byte[f.secret_end])
-                    for hit, f in zip(hits, kept, strict=True)
-                ]
+    reader = WindowReader(handle, start, stop, size, window, overlap)
+    for batch in reader.batches():
+        per_window = window_hits(
+            scanner, batch, path=path, uri=uri, known_rules=known_rules, threads=threads
+        )
+        for w, candidates in zip(batch, per_window, strict=True):
             outcome.windows.append(WindowOutcome(candidates, w.pos + w.cut))
-        if pos >= end:
-            break
-    if pos != stop:
+    if reader.pos != stop:
         outcome.error = "the file changed while it was being scanned"
-    outcome.newlines = line_base
-    outcome.tail_chars = col_base
+    outcome.newlines = reader.line_base
+    outcome.tail_chars = reader.col_base
     return outcome
 
 
@@ -460,17 +405,11 @@ def _place(
     scanner: SecretScanner, item: FileInput, known: frozenset[str], keep: bool
 ) -> TextOutcome:
     try:
-        with open(item.path, "rb") as handle:
-            data = handle.read()
+        placed = place_file(scanner, item, known)
     except OSError as exc:
         return TextOutcome(error=_message(exc))
-    found = scanner.find(data)
-    if not found:
-        return TextOutcome()
-    text = data.decode("utf-8", "surrogateescape")
-    hits = text_hits(text, found, path=item.display, uri=file_uri(item.display), known_rules=known)
-    spans = [(f.secret_start, f.secret_end) for f in found] if keep else []
-    return TextOutcome(hits, spans)
+    spans = [(f.secret_start, f.secret_end) for f in placed.findings] if keep else []
+    return TextOutcome(placed.hits, spans)
 
 
 def _scan_jsonl(
@@ -609,7 +548,7 @@ def open_client(
         yield client
 
 
-class DaskScanner:
+class DaskScanner(ScanBase):
     """Scans files, directories and team databases on a Dask cluster; after :meth:`scan`,
     ``stats`` and :meth:`all_hits` are what a :class:`ScanRunner` would hold."""
 
@@ -618,26 +557,12 @@ class DaskScanner:
         scanner: SecretScanner,
         client: Client,
         *,
-        threads: int | None = None,
-        redact_dir: Path | None = None,
-        use_ignore: bool = True,
-        big_file: int = BIG_FILE_BYTES,
         partition_bytes: int | None = None,
-        progress: Progress | None = None,
-        cwd: str | None = None,
+        **options: Unpack[ScanOptions],
     ) -> None:
-        self.scanner = scanner
+        super().__init__(scanner, **options)
         self.client = client
-        self.threads = threads
-        self.redact_dir = redact_dir
-        self.big_file = big_file
         self.partition_bytes = partition_bytes
-        self.progress = progress if progress is not None else Progress(enabled=False)
-        exclude = (str(redact_dir),) if redact_dir is not None else ()
-        self.walker = Walker(use_ignore=use_ignore, exclude=exclude, cwd=cwd)
-        self.hits: list[Hit] = []
-        self.team_hits: list[Hit] = []
-        self.stats = ScanStats()
         self.plan: Plan | None = None
 
     def scan(self, paths: Sequence[str], dbs: Sequence[Path] = ()) -> None:
@@ -722,20 +647,9 @@ class DaskScanner:
         for db, result in zip(plan.dbs, team, strict=True):
             self._merge_team(db, result)
 
-    def _skipped(self, item: Skipped) -> None:
-        if item.reason == "binary":
-            self.stats.binary += 1
-        elif item.reason == "ignored":
-            self.stats.ignored += 1
-        else:
-            self.stats.errors.append(f"{item.display}: {item.reason.removeprefix('error: ')}")
-
     def _done(self, item: FileInput) -> None:
         self.stats.files += 1
         self.stats.bytes += item.size
-
-    def _error(self, item: FileInput, message: str) -> None:
-        self.stats.errors.append(f"{item.display}: {message}")
 
     def _merge_text(self, item: FileInput, outcome: TextOutcome) -> None:
         if outcome.error is not None:
@@ -781,19 +695,15 @@ class DaskScanner:
             return
         hits: list[Hit] = []
         spans: list[tuple[int, int]] = []
-        reported: list[tuple[str, int, int]] = []  # (rule, secret start, end) near a cut
+        check = CrossWindowCheck()
         line_offset = col_offset = 0
         for outcome in ranges:
             for window in outcome.windows:
                 for hit, start, end in window.candidates:
-                    if any(
-                        rule == hit.rule_id and s < end and start < e for rule, s, e in reported
-                    ):
-                        continue  # re-found inside a secret an earlier window reported
-                    reported.append((hit.rule_id, start, end))
-                    spans.append((start, end))
-                    hits.append(_shift(hit, line_offset, col_offset))
-                reported = [r for r in reported if r[2] > window.next_start]
+                    if check.new(hit, start, end):
+                        spans.append((start, end))
+                        hits.append(_shift(hit, line_offset, col_offset))
+                check.cut(window.next_start)
             line_offset += outcome.newlines
             col_offset = outcome.tail_chars + (0 if outcome.newlines else col_offset)
         self.hits.extend(hits)
@@ -812,14 +722,6 @@ class DaskScanner:
                 target = redact.entry_path(self.redact_dir, db, repo, key)
                 redact.write_text(target, redact_spans(text, spans))
                 self.stats.redacted += 1
-
-    def all_hits(self) -> list[Hit]:
-        """File hits ordered by path and position, then team entry hits in database order
-        (as :meth:`ScanRunner.all_hits`)."""
-        files = sorted(
-            self.hits, key=lambda h: (h.path, h.line, h.column or 0, h.json_path or "", h.rule_id)
-        )
-        return files + self.team_hits
 
 
 def _shift(hit: Hit, lines: int, columns: int) -> Hit:

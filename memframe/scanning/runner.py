@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypedDict
 from urllib.parse import quote
 
 import orjson
 
-from memframe.scanner import FileFindings, SecretScanner, redact_spans
+from memframe.scanner import FileFindings, Finding, SecretScanner, redact_spans
 from memframe.scanning import redact
 from memframe.scanning.hits import Hit, text_hits
 from memframe.scanning.jsonl import JsonlResult, JsonlScanner, redact_strings
@@ -54,9 +54,43 @@ def file_uri(display: str) -> str:
     return quote(display, safe="/")
 
 
-class ScanRunner:
-    """Scans files, directories and team databases with one scanner; collects every hit
-    (``allowed`` ones included: the caller filters)."""
+@dataclass(slots=True)
+class Placed:
+    """A file's findings located: its text, the findings (character offsets) and their hits."""
+
+    text: str
+    findings: list[Finding]
+    hits: list[Hit]
+
+
+def place_file(scanner: SecretScanner, item: FileInput, known_rules: frozenset[str]) -> Placed:
+    """Read a file with findings again and report them where they are (None of them when the
+    file changed since). :raises OSError: the file cannot be read."""
+    with open(item.path, "rb") as handle:
+        data = handle.read()
+    found = scanner.find(data)
+    if not found:
+        return Placed("", [], [])
+    text = data.decode("utf-8", "surrogateescape")
+    hits = text_hits(
+        text, found, path=item.display, uri=file_uri(item.display), known_rules=known_rules
+    )
+    return Placed(text, found, hits)
+
+
+class ScanOptions(TypedDict, total=False):
+    """The options of :class:`ScanBase` (for subclasses that pass them through)."""
+
+    threads: int | None
+    redact_dir: Path | None
+    use_ignore: bool
+    big_file: int
+    progress: Progress | None
+    cwd: str | None
+
+
+class ScanBase:
+    """What every scan keeps: the scanner and its options, the walker, the hits and the stats."""
 
     def __init__(
         self,
@@ -80,6 +114,30 @@ class ScanRunner:
         self.hits: list[Hit] = []
         self.team_hits: list[Hit] = []
         self.stats = ScanStats()
+
+    def _skipped(self, item: Skipped) -> None:
+        if item.reason == "binary":
+            self.stats.binary += 1
+        elif item.reason == "ignored":
+            self.stats.ignored += 1
+        else:
+            self.stats.errors.append(f"{item.display}: {item.reason.removeprefix('error: ')}")
+
+    def _error(self, item: FileInput, error: OSError | str) -> None:
+        message = error if isinstance(error, str) else (error.strerror or str(error))
+        self.stats.errors.append(f"{item.display}: {message}")
+
+    def all_hits(self) -> list[Hit]:
+        """File hits ordered by path and position, then team entry hits in database order."""
+        files = sorted(
+            self.hits, key=lambda h: (h.path, h.line, h.column or 0, h.json_path or "", h.rule_id)
+        )
+        return files + self.team_hits
+
+
+class ScanRunner(ScanBase):
+    """Scans files, directories and team databases with one scanner; collects every hit
+    (``allowed`` ones included: the caller filters)."""
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -125,22 +183,10 @@ class ScanRunner:
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
 
-    def _skipped(self, item: Skipped) -> None:
-        if item.reason == "binary":
-            self.stats.binary += 1
-        elif item.reason == "ignored":
-            self.stats.ignored += 1
-        else:
-            self.stats.errors.append(f"{item.display}: {item.reason.removeprefix('error: ')}")
-
     def _done(self, item: FileInput) -> None:
         self.stats.files += 1
         self.stats.bytes += item.size
         self.progress.add(files=1, nbytes=item.size)
-
-    def _error(self, item: FileInput, error: OSError | str) -> None:
-        message = error if isinstance(error, str) else (error.strerror or str(error))
-        self.stats.errors.append(f"{item.display}: {message}")
 
     def _collect(self, batch: list[FileInput], future: Future[list[FileFindings]]) -> None:
         for item, result in zip(batch, future.result(), strict=True):
@@ -156,24 +202,13 @@ class ScanRunner:
             self._done(item)
 
     def _place(self, item: FileInput) -> None:
-        """Read a file with findings again and report them where they are."""
-        with open(item.path, "rb") as handle:
-            data = handle.read()
-        found = self.scanner.find(data)
-        if not found:
+        placed = place_file(self.scanner, item, self.known_rules)
+        if not placed.findings:
             return
-        text = data.decode("utf-8", "surrogateescape")
-        self.hits.extend(
-            text_hits(
-                text,
-                found,
-                path=item.display,
-                uri=file_uri(item.display),
-                known_rules=self.known_rules,
-            )
-        )
+        self.hits.extend(placed.hits)
         if self.redact_dir is not None:
-            redacted = redact_spans(text, [(f.secret_start, f.secret_end) for f in found])
+            spans = [(f.secret_start, f.secret_end) for f in placed.findings]
+            redacted = redact_spans(placed.text, spans)
             target = redact.copy_path(self.redact_dir, item.display)
             redact.write_text(target, redacted, source=item.path)
             self.stats.redacted += 1
@@ -269,10 +304,3 @@ class ScanRunner:
                 target = redact.entry_path(self.redact_dir, path, repo, key)
                 redact.write_text(target, redact_spans(text, spans))
                 self.stats.redacted += 1
-
-    def all_hits(self) -> list[Hit]:
-        """File hits ordered by path and position, then team entry hits in database order."""
-        files = sorted(
-            self.hits, key=lambda h: (h.path, h.line, h.column or 0, h.json_path or "", h.rule_id)
-        )
-        return files + self.team_hits

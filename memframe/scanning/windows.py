@@ -15,7 +15,7 @@ The native ``find_files`` memory-maps big files, which is fast but makes the who
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -39,7 +39,7 @@ class RangeResult:
 
 
 @dataclass(frozen=True, slots=True)
-class _Window:
+class Window:
     pos: int
     data: bytes
     cut: int
@@ -69,6 +69,120 @@ def _chars(data: bytes) -> int:
     return len(data.decode("utf-8", "surrogateescape"))
 
 
+@dataclass(slots=True)
+class WindowReader:
+    """Reads the windows of a byte range ``WINDOWS_PER_BATCH`` at a time from ``pos`` (a window
+    start) up to ``stop``, cutting them as the scan of the whole range from ``end``'s file would;
+    ``line_base`` / ``col_base`` count the lines and columns read so far. ``end`` becomes the
+    end of the file's data if the file turns out shorter than expected."""
+
+    handle: BinaryIO
+    pos: int
+    stop: int
+    end: int
+    window: int = WINDOW_BYTES
+    overlap: int = OVERLAP_BYTES
+    line_base: int = 0
+    col_base: int = 0
+
+    def __post_init__(self) -> None:
+        if self.window < 2 * self.overlap + CUT_SEARCH_BYTES:
+            raise ValueError("window must exceed twice the overlap plus the cut search")
+
+    def batches(self) -> Iterator[list[Window]]:
+        while self.pos < self.stop:
+            batch: list[Window] = []
+            while len(batch) < WINDOWS_PER_BATCH and self.pos < self.stop:
+                window = self._next()
+                if window is None:
+                    break
+                batch.append(window)
+            if not batch:
+                return
+            yield batch
+            if self.pos >= self.end:
+                return
+
+    def _next(self) -> Window | None:
+        pos = self.pos
+        self.handle.seek(pos)
+        wanted = min(self.window, self.end - pos)
+        data = self.handle.read(wanted)
+        if not data:
+            self.end = pos  # the file shrank while being read
+            return None
+        last = len(data) < wanted or pos + len(data) >= self.end
+        cut = len(data) if last else find_cut(data, self.overlap)
+        window = Window(pos, data, cut, last, self.line_base, self.col_base)
+        newlines = data.count(b"\n", 0, cut)
+        if newlines:
+            self.col_base = _chars(data[data.rfind(b"\n", 0, cut) + 1 : cut])
+        else:
+            self.col_base += _chars(data[:cut])
+        self.line_base += newlines
+        self.pos += cut
+        if last:
+            self.end = self.pos
+        return window
+
+
+def window_hits(
+    scanner: SecretScanner,
+    batch: Sequence[Window],
+    *,
+    path: str,
+    uri: str,
+    known_rules: Collection[str],
+    threads: int | None = None,
+) -> list[list[tuple[Hit, int, int]]]:
+    """Per window of ``batch``: the hits of the findings that start before its cut, each with
+    its secret's absolute byte span (before the cross-window check)."""
+    out: list[list[tuple[Hit, int, int]]] = []
+    found_many = scanner.find_many([w.data for w in batch], threads=threads)
+    for w, found in zip(batch, found_many, strict=True):
+        if not found:
+            out.append([])
+            continue
+        text = w.data.decode("utf-8", "surrogateescape")
+        to_byte = char_to_byte(
+            text, [o for f in found for o in (f.start, f.secret_start, f.secret_end)]
+        )
+        kept = [f for f in found if w.last or to_byte[f.start] < w.cut]
+        hits = text_hits(
+            text,
+            kept,
+            path=path,
+            uri=uri,
+            known_rules=known_rules,
+            line_base=w.line_base,
+            col_base=w.col_base,
+        )
+        out.append(
+            [
+                (hit, w.pos + to_byte[f.secret_start], w.pos + to_byte[f.secret_end])
+                for hit, f in zip(hits, kept, strict=True)
+            ]
+        )
+    return out
+
+
+class CrossWindowCheck:
+    """Drops a finding re-found inside a secret an earlier window reported (same rule,
+    overlapping span); remembers only the secrets that reach past the latest cut."""
+
+    def __init__(self) -> None:
+        self._reported: list[tuple[str, int, int]] = []
+
+    def new(self, hit: Hit, start: int, end: int) -> bool:
+        if any(r == hit.rule_id and s < end and start < e for r, s, e in self._reported):
+            return False
+        self._reported.append((hit.rule_id, start, end))
+        return True
+
+    def cut(self, next_start: int) -> None:
+        self._reported = [r for r in self._reported if r[2] > next_start]
+
+
 def scan_range(
     scanner: SecretScanner,
     handle: BinaryIO,
@@ -86,67 +200,19 @@ def scan_range(
 ) -> RangeResult:
     """Scan bytes ``[start, end)`` of ``handle``; ``line_base`` lines precede ``start``, which
     must be at the start of a line."""
-    if window < 2 * overlap + CUT_SEARCH_BYTES:
-        raise ValueError("window must exceed twice the overlap plus the cut search")
+    reader = WindowReader(handle, start, end, end, window, overlap, line_base)
     result = RangeResult()
-    pos = start
-    col_base = 0
-    reported: list[tuple[str, int, int]] = []  # (rule, secret start, end) still near a cut
-    while pos < end:
-        batch: list[_Window] = []
-        while len(batch) < WINDOWS_PER_BATCH and pos < end:
-            handle.seek(pos)
-            wanted = min(window, end - pos)
-            data = handle.read(wanted)
-            if not data:
-                end = pos  # the file shrank while being read
-                break
-            last = len(data) < wanted or pos + len(data) >= end
-            cut = len(data) if last else find_cut(data, overlap)
-            batch.append(_Window(pos, data, cut, last, line_base, col_base))
-            newlines = data.count(b"\n", 0, cut)
-            if newlines:
-                col_base = _chars(data[data.rfind(b"\n", 0, cut) + 1 : cut])
-            else:
-                col_base += _chars(data[:cut])
-            line_base += newlines
-            pos += cut
-            if last:
-                end = pos
-        found_many = scanner.find_many([w.data for w in batch], threads=threads)
-        for w, found in zip(batch, found_many, strict=True):
-            if found:
-                text = w.data.decode("utf-8", "surrogateescape")
-                to_byte = char_to_byte(
-                    text, [o for f in found for o in (f.start, f.secret_start, f.secret_end)]
-                )
-                kept = []
-                for f in found:
-                    if not w.last and to_byte[f.start] >= w.cut:
-                        continue  # the next window reports it
-                    secret_start = w.pos + to_byte[f.secret_start]
-                    secret_end = w.pos + to_byte[f.secret_end]
-                    if any(
-                        rule == f.rule_id and s < secret_end and secret_start < e
-                        for rule, s, e in reported
-                    ):
-                        continue  # re-found inside a secret an earlier window reported
-                    kept.append(f)
+    check = CrossWindowCheck()
+    for batch in reader.batches():
+        per_window = window_hits(
+            scanner, batch, path=path, uri=uri, known_rules=known_rules, threads=threads
+        )
+        for w, candidates in zip(batch, per_window, strict=True):
+            for hit, secret_start, secret_end in candidates:
+                if check.new(hit, secret_start, secret_end):
+                    result.hits.append(hit)
                     result.spans.append((secret_start, secret_end))
-                    reported.append((f.rule_id, secret_start, secret_end))
-                result.hits.extend(
-                    text_hits(
-                        text,
-                        kept,
-                        path=path,
-                        uri=uri,
-                        known_rules=known_rules,
-                        line_base=w.line_base,
-                        col_base=w.col_base,
-                    )
-                )
-            next_start = w.pos + w.cut
-            reported = [r for r in reported if r[2] > next_start]
+            check.cut(w.pos + w.cut)
             if on_bytes is not None:
                 on_bytes(w.cut)
     return result
