@@ -85,6 +85,14 @@ def option_float(options: Mapping[str, Any], key: str, default: float, *, backen
     return float(value)
 
 
+def retry_options(options: Mapping[str, Any], *, backend: str) -> dict[str, Any]:
+    """``max_retries`` and ``backoff_base`` of an HTTP backend's settings, defaults filled in."""
+    return {
+        "max_retries": option_int(options, "max_retries", 3, backend=backend),
+        "backoff_base": option_float(options, "backoff_base", 0.5, backend=backend),
+    }
+
+
 def check_base_url(url: str, *, backend: str, setting: str) -> str:
     """``url`` without a trailing slash, once it is known to be an http(s) URL."""
     try:

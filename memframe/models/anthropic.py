@@ -16,9 +16,8 @@ from memframe.models._http import (
     JsonPoster,
     check_base_url,
     encode_json,
-    option_float,
-    option_int,
     option_str,
+    retry_options,
     safe_url,
     to_plain,
 )
@@ -208,18 +207,17 @@ class AnthropicBackend(HttpBackend):
             api_key=api_key,
             base_url=base_url,
             model=model,
-            max_retries=option_int(options, "max_retries", 3, backend=backend),
-            backoff_base=option_float(options, "backoff_base", 0.5, backend=backend),
+            **retry_options(options, backend=backend),
             anthropic_version=version,
         )
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.base_url}/v1/messages"
 
     def encode(self, request: ModelRequest) -> bytes:
         """The exact bytes :meth:`complete` sends for ``request``."""
         return encode_json(build_body(request, self.model))
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/v1/messages"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         data = self._http.post_json(

@@ -20,9 +20,8 @@ from memframe.models._http import (
     JsonPoster,
     check_base_url,
     encode_json,
-    option_float,
-    option_int,
     option_str,
+    retry_options,
     safe_url,
     to_plain,
 )
@@ -332,17 +331,16 @@ class OpenAIBackend(HttpBackend):
             model=model,
             base_url=base_url,
             api_key=api_key,
-            max_retries=option_int(options, "max_retries", 3, backend=backend),
-            backoff_base=option_float(options, "backoff_base", 0.5, backend=backend),
+            **retry_options(options, backend=backend),
         )
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.base_url}/chat/completions"
 
     def encode(self, request: ModelRequest) -> bytes:
         """The exact bytes :meth:`complete` sends for ``request``."""
         return encode_json(build_body(request, self.model))
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.base_url}/chat/completions"
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         headers = {"content-type": "application/json"}
