@@ -247,100 +247,74 @@ class ToolFailure(Exception):
     """A tool call that was allowed but could not be carried out (reported to the model)."""
 
 
-_PATH_SCHEMA = {"type": "string", "description": "absolute path of the file"}
+_STRING = {"type": "string"}
+_FILE_PATH = {"type": "string", "description": "absolute path of the file"}
+
+
+def _tool(
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    run: Callable[[Workspace, Path, Mapping[str, Any]], str],
+    *,
+    writes: bool,
+    optional: tuple[str, ...] = (),
+) -> FileTool:
+    """A file tool whose input is an object of ``properties``, all required but ``optional``;
+    the path it works on is ``file_path``, else ``path``."""
+    schema = {
+        "type": "object",
+        "properties": properties,
+        "required": [key for key in properties if key not in optional],
+    }
+    path_key = "file_path" if "file_path" in properties else "path"
+    return FileTool(ToolSpec(name, description, schema), writes=writes, run=run, path_key=path_key)
+
+
 FILE_TOOLS: dict[str, FileTool] = {
-    "Read": FileTool(
-        ToolSpec(
-            "Read",
-            "Read a text file.",
-            {
-                "type": "object",
-                "properties": {"file_path": _PATH_SCHEMA},
-                "required": ["file_path"],
-            },
-        ),
-        writes=False,
-        run=_read,
-    ),
-    "Edit": FileTool(
-        ToolSpec(
+    tool.spec.name: tool
+    for tool in (
+        _tool("Read", "Read a text file.", {"file_path": _FILE_PATH}, _read, writes=False),
+        _tool(
             "Edit",
             "Replace old_string with new_string in a file (old_string must match exactly once "
             "unless replace_all is true).",
             {
-                "type": "object",
-                "properties": {
-                    "file_path": _PATH_SCHEMA,
-                    "old_string": {"type": "string"},
-                    "new_string": {"type": "string"},
-                    "replace_all": {"type": "boolean", "default": False},
-                },
-                "required": ["file_path", "old_string", "new_string"],
+                "file_path": _FILE_PATH,
+                "old_string": _STRING,
+                "new_string": _STRING,
+                "replace_all": {"type": "boolean", "default": False},
             },
+            _edit,
+            writes=True,
+            optional=("replace_all",),
         ),
-        writes=True,
-        run=_edit,
-    ),
-    "Write": FileTool(
-        ToolSpec(
+        _tool(
             "Write",
             "Write a whole file.",
-            {
-                "type": "object",
-                "properties": {"file_path": _PATH_SCHEMA, "content": {"type": "string"}},
-                "required": ["file_path", "content"],
-            },
+            {"file_path": _FILE_PATH, "content": _STRING},
+            _write,
+            writes=True,
         ),
-        writes=True,
-        run=_write,
-    ),
-    "Delete": FileTool(
-        ToolSpec(
-            "Delete",
-            "Delete a file.",
-            {
-                "type": "object",
-                "properties": {"file_path": _PATH_SCHEMA},
-                "required": ["file_path"],
-            },
-        ),
-        writes=True,
-        run=_delete,
-    ),
-    "Glob": FileTool(
-        ToolSpec(
+        _tool("Delete", "Delete a file.", {"file_path": _FILE_PATH}, _delete, writes=True),
+        _tool(
             "Glob",
             "List files under a directory matching a glob pattern such as '**/*.md'.",
-            {
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string"},
-                    "path": {"type": "string", "description": "absolute directory"},
-                },
-                "required": ["pattern", "path"],
-            },
+            {"pattern": _STRING, "path": {"type": "string", "description": "absolute directory"}},
+            _glob,
+            writes=False,
         ),
-        writes=False,
-        run=_glob,
-        path_key="path",
-    ),
-    "Grep": FileTool(
-        ToolSpec(
+        _tool(
             "Grep",
             "Search files under a directory (or one file) for a regular expression.",
             {
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string"},
-                    "path": {"type": "string", "description": "absolute file or directory"},
-                },
-                "required": ["pattern", "path"],
+                "pattern": _STRING,
+                "path": {"type": "string", "description": "absolute file or directory"},
             },
+            _grep,
+            writes=False,
         ),
-        writes=False,
-        run=_grep,
-        path_key="path",
-    ),
+    )
 }
 
 
