@@ -15,7 +15,6 @@ Files, in the session's directory ``<memory base>/projects/<project>/<session>/`
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import time
@@ -26,7 +25,7 @@ from typing import Any
 
 import orjson
 
-PRIVATE_FILE_MODE = 0o600  # as memframe._fs (which imports tempfile: too slow for the hook)
+from memframe._fs import atomic_write_bytes, ensure_private_dir, exclusive_lock
 
 STATE_FILE = "hook.json"
 STATE_LOCK = ".hook.lock"
@@ -116,39 +115,13 @@ def load_json(path: Path) -> dict[str, Any]:
 
 
 def ensure_session_dir(directory: Path) -> None:
-    """The session directory (0700), created with ``memframe._fs`` the first time."""
+    """The session directory (0700), created the first time."""
     if not directory.is_dir():
-        from memframe._fs import ensure_private_dir
-
         ensure_private_dir(directory)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``path`` atomically, mode 0600: a temp file beside it, fsync, rename, fsync the
-    directory (``memframe._fs.atomic_write_bytes`` without its tempfile import)."""
-    ensure_session_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    try:
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def save_json(path: Path, data: dict[str, Any]) -> None:
-    atomic_write(path, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
+    atomic_write_bytes(path, orjson.dumps(data, option=orjson.OPT_SORT_KEYS))
 
 
 @contextlib.contextmanager
@@ -156,9 +129,7 @@ def locked_state(paths: HookPaths) -> Iterator[dict[str, Any]]:
     """``hook.json`` under the exclusive lock; changes to the yielded dict are saved on exit
     (when the block raised, nothing is saved)."""
     ensure_session_dir(paths.session_dir)
-    fd = os.open(paths.state_lock, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive_lock(paths.state_lock):
         data = load_json(paths.state)
         if data.get("schema") != SCHEMA:
             data = _empty()
@@ -166,8 +137,6 @@ def locked_state(paths: HookPaths) -> Iterator[dict[str, Any]]:
         yield data
         if orjson.dumps(data, option=orjson.OPT_SORT_KEYS) != before:
             save_json(paths.state, data)
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def read_state(paths: HookPaths) -> dict[str, Any]:
@@ -229,18 +198,5 @@ def worker_lock(paths: HookPaths, wait: float) -> Iterator[bool]:
     """The session's worker lock: yields ``True`` once held, ``False`` when another worker held
     it for ``wait`` seconds (a worker that is exiting releases it within moments)."""
     ensure_session_dir(paths.session_dir)
-    fd = os.open(paths.worker_lock, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.05)
-        yield True
-    finally:
-        os.close(fd)
+    with exclusive_lock(paths.worker_lock, wait, poll=0.05) as held:
+        yield held

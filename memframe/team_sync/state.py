@@ -20,11 +20,8 @@ The state belongs to one server and repo: pointing the directory at another star
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import os
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +30,7 @@ from typing import Any
 import orjson
 
 from memframe import _backend
-from memframe._fs import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir
+from memframe._fs import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, exclusive_lock
 from memframe.team_keys import MAX_ENTRY_BYTES, local_keys
 from memframe.team_sync.settings import SyncError
 
@@ -213,25 +210,12 @@ def sync_lock(memory_dir: Path, timeout: float) -> Iterator[None]:
     """One sync at a time per memory directory, across threads and processes (``flock`` on
     ``<memory dir>/.team-sync.lock``)."""
     ensure_private_dir(memory_dir)
-    fd = os.open(memory_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise SyncError(
-                        f"another team sync of {memory_dir} is still running (waited {timeout:g} s)"
-                    ) from None
-                time.sleep(0.02)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    with exclusive_lock(memory_dir / LOCK_FILE, timeout) as held:
+        if not held:
+            raise SyncError(
+                f"another team sync of {memory_dir} is still running (waited {timeout:g} s)"
+            )
+        yield
 
 
 # -- the local side ------------------------------------------------------------------------------
