@@ -579,7 +579,9 @@ class TeamSyncClient:
             BlockedReport(key, entry.rules, entry.lines)
             for key, entry in sorted(plan.blocked.items())
         ]
-        result.conflicts, result.behind = plan.conflicts, sorted(state.unpulled)
+        conflicting = set(plan.conflicts)
+        result.conflicts = plan.conflicts
+        result.behind = sorted(k for k in state.unpulled if k not in conflicting)
         for key in plan.over_limit:
             result.skipped[key] = f"over the server's limit of {state.server_max_entries} entries"
         result.in_sync = sum(

@@ -319,6 +319,8 @@ def test_a_stale_local_copy_never_overwrites_an_acknowledged_write(server, tmp_p
     assert conflicted.pushed == []
     assert "x.md" in conflicted.conflicts
     assert server.entries()["x.md"] == "v2 by b\n"
+    status = client_a.status()  # a conflict is reported once, as a conflict
+    assert status.conflicts == ["x.md"] and status.behind == []
     client_a.pull()
     assert (a / "team" / "x.md").read_text() == "v2 by b\n"
 
