@@ -17,7 +17,7 @@ from memframe.layers import BUILTIN_LAYERS
 from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key
 from memframe.remote_config import DEFAULT_TTL, RemoteConfig
-from memframe.session import Session
+from memframe.session import STATE_FILE, Session, SessionNotFoundError, validate_session_id
 
 if TYPE_CHECKING:
     from memframe.memdir.location import MemoryLocation
@@ -140,6 +140,25 @@ class MemoryFrame:
             self._sessions[session.id] = session
         self.manager.call("on_session_start", session=session)
         return session
+
+    def inspect(self, session_id: str) -> Session:
+        """A read-only view of the existing session ``session_id``: its context and what a
+        compaction would keep can be asked for, but no session hook fires (no team pull at
+        start, no extraction or consolidation at the end), events are refused and its state is
+        never saved. Close it (or use it as a context manager) when done.
+
+        :raises SessionNotFoundError: the session has no saved state in this project.
+        """
+        if self.closed:
+            raise RuntimeError("this MemoryFrame is closed")
+        session_id = validate_session_id(session_id)
+        if not (self.project_home / session_id / STATE_FILE).is_file():
+            known = sorted(p.parent.name for p in self.project_home.glob(f"*/{STATE_FILE}"))
+            raise SessionNotFoundError(
+                f"no session {session_id!r} under {self.project_home}"
+                + (f"; known sessions: {', '.join(known[:20])}" if known else "")
+            )
+        return Session(self, session_id, read_only=True)
 
     def _forget(self, session: Session) -> None:
         with self._lock:

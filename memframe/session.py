@@ -29,6 +29,14 @@ class SessionClosedError(RuntimeError):
     """An event arrived for a session that was already closed."""
 
 
+class SessionNotFoundError(LookupError):
+    """No saved session of that id in this project."""
+
+
+class SessionReadOnlyError(RuntimeError):
+    """An event arrived for a session opened read-only (:meth:`MemoryFrame.inspect`)."""
+
+
 # Names under the project's directory that are not sessions.
 RESERVED_SESSION_IDS = frozenset({"memory"})
 
@@ -52,8 +60,13 @@ class Session:
     for it and ``close`` ends the session.
     """
 
-    def __init__(self, frame: MemoryFrame, session_id: str | None = None) -> None:
+    def __init__(
+        self, frame: MemoryFrame, session_id: str | None = None, *, read_only: bool = False
+    ) -> None:
         self.frame = frame
+        #: opened with :meth:`MemoryFrame.inspect`: context and compaction can be asked for, but
+        #: events are refused, no session hook fires and the state is never saved
+        self.read_only = read_only
         self.id = validate_session_id(session_id) if session_id is not None else str(uuid.uuid4())
         self.dir: Path = frame.project_home / self.id
         ensure_private_dir(self.dir)
@@ -95,9 +108,14 @@ class Session:
         if self.closed:
             raise SessionClosedError(f"session {self.id} is closed")
 
+    def _check_writable(self) -> None:
+        if self.closed or self.read_only:
+            self._check_open()
+            raise SessionReadOnlyError(f"session {self.id} is open read-only: events are refused")
+
     def on_message(self, message: Message | Mapping[str, Any]) -> None:
         """A conversation message: a :class:`Message` or an Anthropic-style dict."""
-        self._check_open()
+        self._check_writable()
         if not isinstance(message, Message):
             message = Message.from_dict(message)
         self.meter.observe(message)
@@ -110,18 +128,18 @@ class Session:
 
     def on_tool_use(self, tool_use: ToolUseBlock, result: ToolResultBlock | None = None) -> None:
         """A tool call finished (``result`` joined by tool-use id, or ``None``)."""
-        self._check_open()
+        self._check_writable()
         self._call("on_tool_use", session=self, tool_use=tool_use, result=result)
 
     def on_file_read(self, path: str | Path, content: str | None = None) -> None:
         """The agent read ``path`` and saw ``content`` (when known)."""
-        self._check_open()
+        self._check_writable()
         self._call("on_file_read", session=self, path=str(path), content=content)
 
     def on_stop(self, message: Message | Mapping[str, Any] | None = None) -> None:
         """The query loop ended: ``message`` (a :class:`Message` or an Anthropic-style dict;
         default: the last one) is the final response."""
-        self._check_open()
+        self._check_writable()
         if message is not None and not isinstance(message, Message):
             message = Message.from_dict(message)
         final = message if message is not None else self.last_message
@@ -137,6 +155,7 @@ class Session:
 
     def compacted(self, remaining_tokens: int = 0) -> None:
         """The host compacted the context; it now holds about ``remaining_tokens``."""
+        self._check_writable()
         self.meter.reset(remaining_tokens)
         self.history.clear()
 
@@ -187,6 +206,9 @@ class Session:
     def close(self, reason: str = "close", *, timeout: float | None = 15.0) -> None:
         """Flush background work, tell layers the session ended and save its state. Idempotent."""
         if self.closed:
+            return
+        if self.read_only:
+            self.closed = True  # nothing to flush, tell or save
             return
         try:
             # In strict mode flush raises the failures of background work: the session still

@@ -1,5 +1,6 @@
 """``memframe context --session ID``: what the layers would inject into the agent's prompt now, and
-what they would keep at the next compaction."""
+what they would keep at the next compaction. Read-only: the session is opened with
+``MemoryFrame.inspect`` (no session hook fires, its state is not saved)."""
 
 from __future__ import annotations
 
@@ -17,22 +18,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from memframe.cli import EXIT_OK, CommandError
-    from memframe.session import validate_session_id
+    from memframe.session import SessionNotFoundError
 
-    try:
-        session_id = validate_session_id(args.session)
-    except ValueError as exc:
-        raise CommandError(str(exc)) from exc
+    session_id = args.session
     with open_frame_from_args(args) as frame:
-        if not (frame.project_home / session_id / "state.json").is_file():
-            known = sorted(p.parent.name for p in frame.project_home.glob("*/state.json"))
-            raise CommandError(
-                f"no session {session_id!r} under {frame.project_home}"
-                + (f"; known sessions: {', '.join(known[:20])}" if known else "")
-            )
-        session = frame.session(session_id)
-        blocks = session.context_blocks(args.prompt)
-        kept = session.pre_compact()
+        try:
+            session = frame.inspect(session_id)
+        except (ValueError, SessionNotFoundError) as exc:
+            raise CommandError(str(exc)) from exc
+        with session:  # read-only: no session hook fires, nothing is saved
+            blocks = session.context_blocks(args.prompt)
+            kept = session.pre_compact()
     if args.json:
         print_json(
             {

@@ -171,6 +171,25 @@ def test_scripted_session_is_logged_in_order(tmp_path, audit_version):
     assert end["tool_calls"] == 1
 
 
+def test_a_read_only_view_is_not_logged(tmp_path, audit_version):
+    with open_frame(tmp_path) as frame:
+        session = frame.session("s1")
+        run_script(session)
+        log_path = session.dir / "audit.jsonl"
+        logged = log_path.read_bytes()
+        with frame.inspect("s1") as view:
+            assert view.pre_compact() == []
+            view.context()
+    assert log_path.read_bytes() == logged
+    with open_frame(tmp_path) as frame, frame.session("s1") as session:
+        session.pre_compact()  # a real compaction is logged
+    assert [r["hook"] for r in read_log(log_path)][-3:] == [
+        "on_session_start",
+        "on_pre_compact",
+        "on_session_end",
+    ]
+
+
 def test_no_message_text_reaches_the_log(tmp_path, audit_version):
     with open_frame(tmp_path) as frame:
         session = frame.session("secret-session")

@@ -152,10 +152,13 @@ def test_context_prints_the_notes_kept_at_compaction(tmp_path):
     home = tmp_path / "home"
     run_memframe("replay", str(VIEWER), "--home", str(home), "--project", str(tmp_path), "-q")
     session = VIEWER.stem
+    (state_file,) = home.rglob(f"{session}/state.json")
+    saved = state_file.read_bytes()
     result = run_memframe(
         "context", "--session", session, "--home", str(home), "--project", str(tmp_path)
     )
     assert result.returncode == 0, result.stderr
+    assert state_file.read_bytes() == saved  # read-only: no hook ran, nothing saved
     assert "# Kept at the next compaction (1 part(s))" in result.stdout
     assert "# Worklog" in result.stdout
     as_json = run_memframe(

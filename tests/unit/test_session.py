@@ -10,7 +10,13 @@ import pytest
 from memframe import hookimpl
 from memframe.context_blocks import ContextBlock
 from memframe.messages import Message, ToolResultBlock, ToolUseBlock
-from memframe.session import STATE_FILE, SessionClosedError, validate_session_id
+from memframe.session import (
+    STATE_FILE,
+    SessionClosedError,
+    SessionNotFoundError,
+    SessionReadOnlyError,
+    validate_session_id,
+)
 from memframe.testing import HookRecorder
 
 
@@ -224,3 +230,46 @@ def test_on_stop_accepts_a_dict(tmp_frame):
     session.on_stop({"role": "assistant", "id": "msg_9", "content": "done"})
     assert seen[0].id == "msg_9"
     assert seen[0].text == "done"
+
+
+def test_inspect_is_read_only(frame_factory):
+    frame = frame_factory()
+    with frame.session("s1") as session:
+        session.on_message(Message.user("hi"))
+        session.state.section("memdir")["cursor"] = 7
+    saved = (session.dir / STATE_FILE).read_bytes()
+
+    class Notes:
+        @hookimpl
+        def collect_context(self, session, prompt):
+            session.state.section("memdir")["cursor"] = 99  # not saved from a read-only view
+            return ContextBlock("notes", "Notes", f"read_only={session.read_only}")
+
+    recorder = HookRecorder()
+    view = frame_factory(layers=[recorder, Notes()]).inspect("s1")
+    assert view.read_only and view.context() == "# Notes\n\nread_only=True\n"
+    assert view.pre_compact() == []
+    for event in (
+        lambda: view.on_message(Message.user("more")),
+        lambda: view.on_tool_use(ToolUseBlock("a", "Read", {})),
+        lambda: view.on_file_read("a.py"),
+        lambda: view.on_stop(Message.assistant("done")),
+        lambda: view.compacted(),
+    ):
+        with pytest.raises(SessionReadOnlyError, match="read-only"):
+            event()
+    view.close()
+    assert view.closed
+    with pytest.raises(SessionClosedError):
+        view.on_message(Message.user("late"))
+    hooks = {call.name for call in recorder.calls}
+    assert hooks == {"on_frame_open", "collect_context", "on_pre_compact"}  # no session hook
+    assert (session.dir / STATE_FILE).read_bytes() == saved
+
+
+def test_inspect_needs_an_existing_session(tmp_frame):
+    tmp_frame.session("known").close()
+    with pytest.raises(SessionNotFoundError, match=r"no session 'other'.*known sessions: known"):
+        tmp_frame.inspect("other")
+    with pytest.raises(ValueError, match="invalid session id"):
+        tmp_frame.inspect("../x")

@@ -137,6 +137,8 @@ class AuditLog:
 
     @hookimpl
     def on_pre_compact(self, session: Session) -> None:
+        if session.read_only:
+            return  # someone looking at the session (`memframe context`), not a compaction
         self._write("on_pre_compact", session, {"context_tokens": session.context_tokens})
 
     @hookimpl
