@@ -70,7 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         type=Path,
         metavar="FILE",
-        help="extra rules (memframe or gitleaks format) added to the bundled ones (repeatable)",
+        help="extra rules (memframe or gitleaks format) added to the configured ones (repeatable)",
+    )
+    parser.add_argument(
+        "--no-config",
+        action="store_true",
+        help="only the bundled rules (and --rules): ignore the `rules_file` setting and the rules "
+        "layers register",
     )
     parser.add_argument(
         "--no-ignore", action="store_true", help="do not read .gitignore/.memframeignore files"
@@ -100,16 +106,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _scanner(rule_files: list[Path]) -> SecretScanner:
+def _scanner(rule_files: list[Path], *, configured: bool) -> SecretScanner:
+    """The rules memframe applies before anything is shared — the bundled ones, the user's
+    ``rules_file`` setting, what installed layers register (``configured``) — plus
+    ``rule_files``."""
+    from memframe._manager import LayerLoadError
     from memframe.cli import CommandError
+    from memframe.config import ConfigError
+    from memframe.frame import open_frame
     from memframe.rules import RuleError, load_rule_file, load_rules, merge
     from memframe.scanner import SecretScanner
 
-    rules = load_rules()
     try:
+        if configured:
+            # only installed layers can add rules: the built-in ones are not loaded
+            with open_frame(Path.cwd(), builtin_layers=()) as frame:
+                rules = frame.secret_scanner().rules
+        else:
+            rules = load_rules()
         for path in rule_files:
             rules = merge(rules, load_rule_file(path))
-    except (RuleError, OSError) as exc:
+    except (RuleError, OSError, ConfigError, LayerLoadError) as exc:
         raise CommandError(str(exc)) from exc
     return SecretScanner(rules)
 
@@ -165,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     from memframe.scanning.teamdb import TeamDbError
 
     paths, dbs = _inputs(args)
-    scanner = _scanner(args.rules)
+    scanner = _scanner(args.rules, configured=not args.no_config)
     accepted: frozenset[str] = frozenset()
     if args.baseline is not None and args.write_baseline is None:
         try:

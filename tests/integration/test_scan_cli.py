@@ -43,8 +43,10 @@ PEM = (
 )
 
 
-def scan(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_memframe("scan", *args, cwd=cwd)
+def scan(*args: str, cwd: Path, config: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``memframe scan`` in ``cwd`` with its own (empty unless written) user settings."""
+    config = config if config is not None else cwd.parent / f"{cwd.name}-config"
+    return run_memframe("scan", *args, cwd=cwd, extra_env={"MEMFRAME_CONFIG_DIR": str(config)})
 
 
 def scan_json(*args: str, cwd: Path) -> tuple[int, dict]:
@@ -554,6 +556,30 @@ def test_extra_rules_file(tmp_path):
     assert scan("a.md", cwd=tmp_path).returncode == 0
     bad = scan("--rules", "missing.toml", "a.md", cwd=tmp_path)
     assert bad.returncode == 2 and "missing.toml" in bad.stderr
+
+
+def test_the_rules_file_setting_applies_unless_no_config(tmp_path):
+    work, config = tmp_path / "work", tmp_path / "config"
+    work.mkdir()
+    config.mkdir()
+    (config / "rules.toml").write_text(
+        "[[rules]]\n"
+        'id = "acme-token"\n'
+        'description = "ACME internal token"\n'
+        r"regex = '''\b(acme_[a-z0-9]{24})\b'''"
+        '\nkeywords = ["acme_"]\n'
+    )
+    (work / "a.md").write_text("token: acme_q7x2m9v4b8n1k6c3h5s0d2f7\n")
+    assert scan("a.md", cwd=work, config=config).returncode == 0  # no setting yet
+    settings = config / "settings.json"
+    settings.write_text(json.dumps({"rules_file": str(config / "rules.toml")}))
+    found = scan("a.md", cwd=work, config=config)
+    assert found.returncode == 1 and "acme-token" in found.stdout  # what team sync would block
+    assert scan("--no-config", "a.md", cwd=work, config=config).returncode == 0
+    settings.write_text(json.dumps({"rules_file": str(config / "missing.toml")}))
+    broken = scan("a.md", cwd=work, config=config)
+    assert broken.returncode == 2 and "missing.toml" in broken.stderr
+    assert "Traceback" not in broken.stderr
 
 
 # -- exit codes, progress, pre-commit --------------------------------------------------------------
