@@ -8,6 +8,9 @@ Variants, one subprocess each, measured interleaved (shuffled order per round):
   memory directory (5 memories);
 - ``Stop``: the same command flagging work for the background worker (the worker is started by
   the warm-up and lingers, as it does during a real turn);
+- ``UserPromptSubmit``: the first prompt of a new session (a fresh session id per run): the
+  memory prompt plus the memories relevant to the prompt, ranked with BM25 over the 50 — the
+  costliest prompt (later ones skip the memory prompt); informational, no floor;
 - ``SessionStart, bytecode cached``: like ``SessionStart`` with every module's bytecode cached
   (``PYTHONPYCACHEPREFIX`` in a temporary directory, filled by the warm-up), as in a package
   installed by pip (informational, no floor).
@@ -20,6 +23,7 @@ run, the slowest case. Floor (the issue's): the median of SessionStart and of St
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -38,8 +42,11 @@ BUDGET_MS = 150.0
 PASS_ROW = "python -c pass"
 START_ROW = "SessionStart"
 STOP_ROW = "Stop"
+PROMPT_ROW = "UserPromptSubmit"
 CACHED_ROW = "SessionStart, bytecode cached"
 CHECKED_ROWS = (START_ROW, STOP_ROW)
+MEMORIES = 50
+TOPICS = ("deploys", "database", "staging", "tests", "release", "billing", "auth", "cache")
 SESSION = "bench-hook-session"
 WORKER_LINGER = 3.0  # seconds: the worker outlives the bursts of Stop events, then exits
 
@@ -80,8 +87,14 @@ def _setup(root: Path) -> tuple[Path, Path]:
         project, home=root / "home", config_dir=root / "config", autoload_plugins=False
     ) as frame:
         store = MemoryStore(locate(frame).path)
-    for n in range(5):
-        store.add(f"Memory {n}", f"what to remember {n}", "project", f"Fact number {n}.")
+    for n in range(MEMORIES):
+        topic = TOPICS[n % len(TOPICS)]
+        store.add(
+            f"Memory {n} about {topic}",
+            f"what to remember about {topic} ({n})",
+            "project",
+            f"Fact number {n}: the {topic} setup changed in sprint {n}. " * 8,
+        )
     transcript = root / "claude" / f"{SESSION}.jsonl"
     records = [
         {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": SESSION,
@@ -94,9 +107,9 @@ def _setup(root: Path) -> tuple[Path, Path]:
     return project, transcript
 
 
-def _payload(event: str, project: Path, transcript: Path) -> bytes:
+def _payload(event: str, project: Path, transcript: Path, session: str = SESSION) -> bytes:
     data: dict[str, object] = {
-        "session_id": SESSION,
+        "session_id": session,
         "transcript_path": str(transcript),
         "cwd": str(project),
         "hook_event_name": event,
@@ -106,6 +119,8 @@ def _payload(event: str, project: Path, transcript: Path) -> bytes:
         data["source"] = "startup"
     if event == "Stop":
         data["stop_hook_active"] = False
+    if event == "UserPromptSubmit":
+        data["prompt"] = "Why do the staging deploys fail since the database release?"
     return json.dumps(data).encode()
 
 
@@ -165,6 +180,7 @@ def run(quick: bool) -> BenchResult:
         PASS_ROW: [],
         START_ROW: [],
         STOP_ROW: [],
+        PROMPT_ROW: [],
         CACHED_ROW: [],
     }
     with tempfile.TemporaryDirectory(prefix="memframe-bench-hook-") as tmp:
@@ -174,10 +190,15 @@ def run(quick: bool) -> BenchResult:
         cached_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         cached_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         start, stop = (_payload(e, project, transcript) for e in ("SessionStart", "Stop"))
+        prompts = (
+            _payload("UserPromptSubmit", project, transcript, f"{SESSION}-prompt-{n}")
+            for n in itertools.count()
+        )
         variants = {
             PASS_ROW: lambda: _timed([sys.executable, "-c", "pass"], None, env, project),
             START_ROW: lambda: _timed(argv, start, env, project),
             STOP_ROW: lambda: _timed(argv, stop, env, project),
+            PROMPT_ROW: lambda: _timed(argv, next(prompts), env, project),
             CACHED_ROW: lambda: _timed(argv, start, cached_env, project),
         }
         try:

@@ -5,7 +5,8 @@ Per event:
 - ``SessionStart``: the memory prompt (the memdir layer's instructions and ``MEMORY.md`` cut to
   its limits) as ``additionalContext``; a ``systemMessage`` when the index is over a limit.
 - ``UserPromptSubmit``: the memory prompt again only when ``MEMORY.md`` changed since it was
-  last given to this session (e.g. a memory was saved in the background), or was never given.
+  last given to this session (e.g. a memory was saved in the background), or was never given;
+  then the memories relevant to the prompt (BM25) that this session has not been shown yet.
 - ``PreToolUse``: a write whose secret would land in team memory is refused (exit 2, the reason
   on stderr); every other call passes at once.
 - ``PostToolUse``, ``Stop``, ``SubagentStop``, ``PreCompact``, ``SessionEnd``: flag the work in
@@ -166,7 +167,12 @@ def _session_start(hook: HookInput, config: Config, project: Path) -> Answer:
 
 
 def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
-    from memframe.hook.memory import index_fingerprint, memory_context, memory_location
+    from memframe.hook.memory import (
+        index_fingerprint,
+        memory_context,
+        memory_location,
+        relevant_memories,
+    )
 
     paths = _paths(hook, config, project)
     if paths is None:
@@ -174,18 +180,22 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
     from memframe.hook.state import locked_state
 
     location = memory_location(project, config)
+    parts: list[str] = []
     with locked_state(paths) as state:
         given = state.get("context")
-        if isinstance(given, dict) and given.get("fingerprint") == index_fingerprint(
-            location.path.resolve()
-        ):
-            return Answer()
-        context = memory_context(location)
-        state["context"] = {"fingerprint": context.fingerprint, "at": time.time()}
-    text = "The memory index changed since it was last shown:\n\n" + context.text
-    if not isinstance(given, dict):
-        text = context.text
-    return Answer(output=context_output("UserPromptSubmit", text))
+        shown = isinstance(given, dict)
+        known = given.get("fingerprint") if isinstance(given, dict) else None
+        if known != index_fingerprint(location.path.resolve()):
+            context = memory_context(location)
+            state["context"] = {"fingerprint": context.fingerprint, "at": time.time()}
+            intro = "The memory index changed since it was last shown:\n\n" if shown else ""
+            parts.append(intro + context.text)
+        relevant = relevant_memories(location, config, hook.prompt, state)
+        if relevant:
+            parts.append(relevant)
+    if not parts:
+        return Answer()
+    return Answer(output=context_output("UserPromptSubmit", "\n".join(parts)))
 
 
 # -- the team-memory guard -----------------------------------------------------------------------

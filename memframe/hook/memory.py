@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memframe.config import Config
@@ -63,3 +63,30 @@ def memory_context(location: MemoryLocation) -> MemoryContext:
     text, warnings = memory_prompt(str(location.path), raw.decode("utf-8", "replace"))
     rendered = f"# {CONTEXT_TITLE}\n\n{text.rstrip()}\n"
     return MemoryContext(rendered, list(warnings), size, mtime_ns)
+
+
+def relevant_memories(
+    location: MemoryLocation, config: Config, prompt: str | None, state: dict[str, Any]
+) -> str:
+    """The memdir layer's ``Relevant memories`` block for ``prompt`` (BM25: a hook cannot wait
+    for a model), rendered; '' when nothing new fits. ``state`` (the session's hook state)
+    remembers what this session was shown, so no memory is shown twice."""
+    if not prompt or not prompt.strip() or not location.path.is_dir():
+        return ""
+    from memframe.layer_settings import settings_from
+    from memframe.memdir.recall import RELEVANT_TITLE, MemdirSettings, recall
+    from memframe.memdir.store import MemoryStore
+
+    settings = settings_from(MemdirSettings, config.settings.get("memdir"), "memdir")
+    seen = state.get("recall")
+    surfaced: list[str] = []
+    spent = 0
+    if isinstance(seen, dict):
+        files, total = seen.get("surfaced"), seen.get("bytes")
+        if isinstance(files, list) and all(isinstance(f, str) for f in files):
+            surfaced = list(files)
+        if isinstance(total, int) and not isinstance(total, bool) and total >= 0:
+            spent = total
+    text, spent = recall(MemoryStore(location.path), prompt, surfaced, spent, settings)
+    state["recall"] = {"surfaced": surfaced, "bytes": spent}
+    return f"# {RELEVANT_TITLE}\n\n{text.rstrip()}\n" if text else ""

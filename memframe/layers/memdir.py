@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,12 +19,12 @@ import orjson
 from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import settings_from
-from memframe.memdir import MemoryStore, freshness_caveat, locate
+from memframe.memdir import MemoryStore, locate
 from memframe.memdir.files import Memory
 from memframe.memdir.index import memory_prompt
+from memframe.memdir.recall import MemdirSettings, bm25_select, recall
 from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelError, ModelRequest, backend_supports
-from memframe.ranking import Document, bm25
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -33,17 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memframe")
 _JSON_LIST = re.compile(r"\[.*?\]", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class MemdirSettings:
-    """``memdir`` in settings.json."""
-
-    max_relevant: int = 5
-    file_bytes: int = 4_096
-    session_bytes: int = 60_000
-    # auto: the model when it can choose, else BM25 | bm25 | model
-    selector: str = field(default="auto", metadata={"choices": ("auto", "bm25", "model")})
 
 
 class MemdirLayer:
@@ -87,36 +75,17 @@ class MemdirLayer:
         """Up to ``max_relevant`` memories for ``prompt`` not surfaced before in the session."""
         state = session.state.section(self.name)
         surfaced: list[str] = state.setdefault("surfaced", [])
-        spent: int = state.get("surfaced_bytes", 0)
-        candidates = [
-            m for m in self.store.memories() if m.relative_to(self.store.root) not in surfaced
-        ]
-        if not candidates or spent >= self.settings.session_bytes:
-            return ""
-        chosen = self.select(prompt, candidates)
-        parts = []
-        for memory in chosen:
-            part = self._render(memory)
-            size = len(part.encode("utf-8"))
-            if spent + size > self.settings.session_bytes:
-                break
-            parts.append(part)
-            spent += size
-            surfaced.append(memory.relative_to(self.store.root))
-        state["surfaced_bytes"] = spent
-        return "\n\n".join(parts)
+        text, state["surfaced_bytes"] = recall(
+            self.store, prompt, surfaced, state.get("surfaced_bytes", 0), self.settings, self.select
+        )
+        return text
 
-    def select(self, prompt: str, candidates: list[Memory]) -> list[Memory]:
-        limit = self.settings.max_relevant
+    def select(self, prompt: str, candidates: list[Memory], limit: int) -> list[Memory]:
         if self.settings.selector != "bm25":
             chosen = self._select_with_model(prompt, candidates, limit)
             if chosen is not None:
                 return chosen
-        documents = [
-            Document(str(n), ((m.name, 3.0), (m.description, 2.0), (m.body, 1.0)))
-            for n, m in enumerate(candidates)
-        ]
-        return [candidates[int(key)] for key, _ in bm25(prompt, documents)[:limit]]
+        return bm25_select(prompt, candidates, limit)
 
     def _select_with_model(
         self, prompt: str, candidates: list[Memory], limit: int
@@ -154,12 +123,3 @@ class MemdirLayer:
         if not isinstance(names, list):
             return None
         return [by_file[n] for n in names if isinstance(n, str) and n in by_file][:limit]
-
-    def _render(self, memory: Memory) -> str:
-        body = memory.body
-        budget = self.settings.file_bytes
-        if len(body.encode("utf-8")) > budget:
-            body = body.encode("utf-8")[:budget].decode("utf-8", "ignore") + "\n[… truncated]"
-        header = f"## {memory.name} ({memory.relative_to(self.store.root)}, {memory.type})"
-        caveat = freshness_caveat(memory)
-        return "\n".join([header, *([f"> {caveat}"] if caveat else []), "", body])

@@ -307,6 +307,35 @@ def test_a_prompt_gets_the_memory_again_only_when_the_index_changed(hook_env):
     assert first["hookSpecificOutput"]["additionalContext"].startswith("# Memory")
 
 
+def test_a_prompt_recalls_the_relevant_memories_once_per_session(hook_env):
+    store = MemoryStore(hook_env.memory_dir())
+    store.add("Deploys", "how production deploys work", "reference", "Deploys go through Argo.")
+    store.add("Lunch", "the team's lunch spot", "project", "Tacos on Fridays.")
+    base = {"session_id": "s1", "cwd": str(hook_env.project)}
+    _json(hook_env.hook({**base, "hook_event_name": "SessionStart", "source": "startup"}))
+
+    def prompt(text: str, session: str = "s1") -> str:
+        result = hook_env.hook(
+            {**base, "session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": text}
+        )
+        assert result.returncode == 0, result.stderr
+        return _json(result)["hookSpecificOutput"]["additionalContext"] if result.stdout else ""
+
+    recalled = prompt("how do production deploys work here?")
+    assert recalled.startswith("# Relevant memories\n\n## Deploys (team/deploys.md, reference)")
+    assert "Deploys go through Argo." in recalled and "Tacos" not in recalled
+    # the runtime's memdir layer shows the same block for the same prompt
+    with hook_env.frame() as frame:
+        session = frame.session("other")
+        blocks = [b for b in session.context_blocks("how do production deploys work here?")]
+    assert recalled == blocks[-1].render()
+    assert prompt("deploys again, please") == ""  # shown once per session
+    assert "Tacos on Fridays." in prompt("where is lunch on Friday?")
+    assert prompt("where is lunch on Friday?") == ""
+    assert "Deploys go through Argo." in prompt("production deploys?", session="s2")
+    assert "ERROR" not in hook_env.log()
+
+
 def test_the_session_stays_with_the_project_when_the_agent_changes_directory(hook_env, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
