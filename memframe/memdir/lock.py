@@ -10,14 +10,13 @@ the file back (body and mtime), so the time gate does not think it consolidated.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memframe._fs import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir
+from memframe._fs import atomic_write_text, ensure_private_dir, exclusive_lock
 
 LOCK_FILE = ".consolidate-lock"
 GUARD_FILE = ".consolidate-lock.guard"
@@ -75,12 +74,8 @@ class ConsolidationLock:
     @contextlib.contextmanager
     def _guarded(self) -> Iterator[None]:
         ensure_private_dir(self.path.parent)
-        fd = os.open(self.guard, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive_lock(self.guard):
             yield
-        finally:
-            os.close(fd)
 
     def try_acquire(self, pid: int | None = None) -> Acquired | None:
         """Take the lock for ``pid`` (default: this process); ``None`` when someone holds it."""

@@ -8,14 +8,12 @@ Every read-modify-write of the index happens under an exclusive ``flock`` on
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memframe._fs import PRIVATE_FILE_MODE, atomic_write_text, ensure_private_dir
+from memframe._fs import atomic_write_text, ensure_private_dir, exclusive_lock
 from memframe.memdir.files import (
     DEFAULT_SCOPE,
     MEMORY_TYPES,
@@ -125,12 +123,8 @@ class MemoryStore:
     def locked(self) -> Iterator[None]:
         """Exclusive across processes for read-modify-write of the directory and its index."""
         ensure_private_dir(self.root)
-        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with exclusive_lock(self.root / LOCK_FILE):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def duplicate_of(self, body: str, memories: Iterable[Memory] | None = None) -> Memory | None:
         key = normalise(body)
