@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
@@ -34,14 +35,17 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
-) -> None:
-    """Write ``data`` to ``path`` atomically: temp file beside it, fsync, rename, fsync dir.
+@contextlib.contextmanager
+def atomic_writer(
+    path: Path, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
+) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` atomically when the block ends without an error:
+    written to a temporary file beside it, fsynced, renamed over ``path``, directory fsynced.
+    On an error the temporary file is removed and ``path`` is untouched.
 
     :param tighten_dir: make the directory 0700 (memframe's own directories). ``False`` for a
-        directory that belongs to someone else (Claude Code's settings): only a missing one is
-        created, 0700, and an existing one is left as it is.
+        directory that belongs to someone else (Claude Code's settings, a user's files): only a
+        missing one is created, 0700, and an existing one is left as it is.
     """
     directory = path.parent
     if tighten_dir:
@@ -53,14 +57,11 @@ def atomic_write_bytes(
     tmp_name = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)  # the umask may have narrowed it
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fchmod(out.fileno(), mode)  # the umask may have narrowed it
+            os.fsync(out.fileno())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -71,6 +72,14 @@ def atomic_write_bytes(
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def atomic_write_bytes(
+    path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
+) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
+    with atomic_writer(path, mode=mode, tighten_dir=tighten_dir) as out:
+        out.write(data)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:

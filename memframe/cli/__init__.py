@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "run the team memory server; manage its tokens"),
     "plugins": ("plugins", "list loaded layers and their distributions"),
     "scan": ("scan", "scan files, directories, transcripts or a team database for secrets"),
+    "redact": ("redact", "replace secrets with [REDACTED]: a stream, or files in place"),
     "sync": ("sync", "pull, push or compare team memory with the team server"),
     "hook": ("hook", "Claude Code hook adapter: hook JSON on stdin"),
     "hook-worker": ("hook_worker", "internal: the hook's background worker"),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
+    from memframe.scanner import SecretScanner
 
 
 def add_frame_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,3 +72,46 @@ def print_json(data: object) -> None:
 
     sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
+
+
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--rules FILE`` (repeatable) and ``--no-config``: which rules a secret scan applies."""
+    parser.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="extra rules (memframe or gitleaks format) added to the configured ones (repeatable)",
+    )
+    parser.add_argument(
+        "--no-config",
+        action="store_true",
+        help="only the bundled rules (and --rules): ignore the `rules_file` setting and the rules "
+        "layers register",
+    )
+
+
+def scanner_from_args(args: argparse.Namespace) -> SecretScanner:
+    """The rules memframe applies before anything is shared — the bundled ones, the user's
+    ``rules_file`` setting and what installed layers register (unless ``--no-config``) — plus
+    every ``--rules`` file."""
+    from memframe._manager import LayerLoadError
+    from memframe.cli import CommandError
+    from memframe.config import ConfigError
+    from memframe.frame import open_frame
+    from memframe.rules import RuleError, load_rule_file, load_rules, merge
+    from memframe.scanner import SecretScanner
+
+    try:
+        if args.no_config:
+            rules = load_rules()
+        else:
+            # only installed layers can add rules: the built-in ones are not loaded
+            with open_frame(Path.cwd(), builtin_layers=()) as frame:
+                rules = frame.secret_scanner().rules
+        for path in args.rules:
+            rules = merge(rules, load_rule_file(path))
+    except (RuleError, OSError, ConfigError, LayerLoadError) as exc:
+        raise CommandError(str(exc)) from exc
+    return SecretScanner(rules)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memframe.cli._common import add_rule_arguments, scanner_from_args
+
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
     from memframe.scanning.hits import Hit
@@ -64,20 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write every current finding to FILE as the new baseline (then exit 0)",
     )
-    parser.add_argument(
-        "--rules",
-        action="append",
-        default=[],
-        type=Path,
-        metavar="FILE",
-        help="extra rules (memframe or gitleaks format) added to the configured ones (repeatable)",
-    )
-    parser.add_argument(
-        "--no-config",
-        action="store_true",
-        help="only the bundled rules (and --rules): ignore the `rules_file` setting and the rules "
-        "layers register",
-    )
+    add_rule_arguments(parser)
     parser.add_argument(
         "--no-ignore", action="store_true", help="do not read .gitignore/.memframeignore files"
     )
@@ -104,31 +93,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="scan on a local Dask cluster of N worker processes",
     )
-
-
-def _scanner(rule_files: list[Path], *, configured: bool) -> SecretScanner:
-    """The rules memframe applies before anything is shared — the bundled ones, the user's
-    ``rules_file`` setting, what installed layers register (``configured``) — plus
-    ``rule_files``."""
-    from memframe._manager import LayerLoadError
-    from memframe.cli import CommandError
-    from memframe.config import ConfigError
-    from memframe.frame import open_frame
-    from memframe.rules import RuleError, load_rule_file, load_rules, merge
-    from memframe.scanner import SecretScanner
-
-    try:
-        if configured:
-            # only installed layers can add rules: the built-in ones are not loaded
-            with open_frame(Path.cwd(), builtin_layers=()) as frame:
-                rules = frame.secret_scanner().rules
-        else:
-            rules = load_rules()
-        for path in rule_files:
-            rules = merge(rules, load_rule_file(path))
-    except (RuleError, OSError, ConfigError, LayerLoadError) as exc:
-        raise CommandError(str(exc)) from exc
-    return SecretScanner(rules)
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[str], list[Path]]:
@@ -182,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from memframe.scanning.teamdb import TeamDbError
 
     paths, dbs = _inputs(args)
-    scanner = _scanner(args.rules, configured=not args.no_config)
+    scanner = scanner_from_args(args)
     accepted: frozenset[str] = frozenset()
     if args.baseline is not None and args.write_baseline is None:
         try:

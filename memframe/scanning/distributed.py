@@ -44,14 +44,13 @@ from memframe.rules import RuleSet
 from memframe.scanner import SecretScanner, redact_spans
 from memframe.scanning import redact
 from memframe.scanning.hits import Hit
-from memframe.scanning.jsonl import JsonlResult, JsonlScanner
+from memframe.scanning.jsonl import JsonlResult, JsonlScanner, redaction_replacements
 from memframe.scanning.runner import (
     BATCH_BYTES,
     BATCH_FILES,
     BIG_FILE_BYTES,
     ScanBase,
     ScanOptions,
-    ScanRunner,
     file_uri,
     place_file,
 )
@@ -677,7 +676,7 @@ class DaskScanner(ScanBase):
         if self.redact_dir is not None and (result.records or result.spans):
             try:
                 with open(item.path, "rb") as handle:
-                    replacements = ScanRunner._jsonl_replacements(handle, result)
+                    replacements = redaction_replacements(handle, result)
             except OSError as exc:
                 self._error(item, _message(exc))
                 return

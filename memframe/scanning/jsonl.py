@@ -27,6 +27,7 @@ import orjson
 from memframe.rules import RuleSet
 from memframe.scanner import Finding, SecretScanner
 from memframe.scanning.hits import Hit, char_to_byte, text_hits
+from memframe.scanning.redact import span_replacements
 from memframe.scanning.windows import scan_range
 
 MAX_RECORD_BYTES = 64 << 20
@@ -155,6 +156,21 @@ def redact_strings(value: Any, spans: dict[int, list[tuple[int, int]]]) -> Any:
         return node
 
     return walk(value)
+
+
+def redaction_replacements(handle: BinaryIO, result: JsonlResult) -> list[tuple[int, int, bytes]]:
+    """What a redacted copy of the scanned file replaces: each record with findings
+    re-serialised with its secrets redacted (whole line), and ``[REDACTED]`` for the secrets of
+    lines scanned as text."""
+    replacements = span_replacements(result.spans)
+    for start, end, spans in result.records.values():
+        handle.seek(start)
+        line = handle.read(end - start)
+        if line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        value = redact_strings(orjson.loads(line), spans)
+        replacements.append((start, end, orjson.dumps(value)))
+    return replacements
 
 
 @dataclass(slots=True)

@@ -9,15 +9,13 @@ baseline or ``memframe:allow`` keeps out of the report: the copy is meant to be 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote
 
-from memframe._fs import ensure_private_dir
+from memframe._fs import atomic_writer
 from memframe.scanner import REDACTED
 
 COPY_CHUNK = 1 << 20
@@ -52,26 +50,11 @@ def _check_target(target: Path, source: str | None) -> None:
         raise RedactError(f"{target}: the redacted copy would overwrite the file it copies")
 
 
-@contextlib.contextmanager
-def _atomic(target: Path) -> Iterator[BinaryIO]:
-    ensure_private_dir(target.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def write_bytes(target: Path, data: bytes, *, source: str | None = None) -> None:
     """Write a copy whose whole content is known."""
     _check_target(target, source)
     try:
-        with _atomic(target) as out:
+        with atomic_writer(target) as out:
             out.write(data)
     except OSError as exc:
         raise RedactError(f"{target}: cannot write ({exc.strerror or exc})") from None
@@ -100,16 +83,25 @@ def write_replaced(
     sorted, not overlapping): memory stays bounded by the chunk size."""
     _check_target(target, source)
     try:
-        with open(source, "rb") as src, _atomic(target) as out:
-            position = 0
-            for start, end, data in sorted(replacements):
-                _copy(src, out, start - position)
-                out.write(data)
-                src.seek(end)
-                position = end
-            _copy(src, out, None)
+        with open(source, "rb") as src, atomic_writer(target) as out:
+            copy_replaced(src, out, replacements)
     except OSError as exc:
         raise RedactError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+
+def copy_replaced(
+    src: BinaryIO, out: BinaryIO, replacements: Iterable[tuple[int, int, bytes]]
+) -> None:
+    """Copy ``src`` (from its start) to ``out`` with each byte range ``[start, end)`` replaced
+    (ranges not overlapping), a chunk at a time."""
+    src.seek(0)
+    position = 0
+    for start, end, data in sorted(replacements):
+        _copy(src, out, start - position)
+        out.write(data)
+        src.seek(end)
+        position = end
+    _copy(src, out, None)
 
 
 def _copy(src: BinaryIO, out: BinaryIO, count: int | None) -> None:

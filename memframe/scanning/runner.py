@@ -16,15 +16,13 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, TypedDict
+from typing import TypedDict
 from urllib.parse import quote
-
-import orjson
 
 from memframe.scanner import FileFindings, Finding, SecretScanner, redact_spans
 from memframe.scanning import redact
 from memframe.scanning.hits import Hit, text_hits
-from memframe.scanning.jsonl import JsonlResult, JsonlScanner, redact_strings
+from memframe.scanning.jsonl import JsonlScanner, redaction_replacements
 from memframe.scanning.progress import Progress
 from memframe.scanning.teamdb import scan_team_db
 from memframe.scanning.walk import FileInput, Skipped, Walker
@@ -251,7 +249,7 @@ class ScanRunner(ScanBase):
             with open(item.path, "rb") as handle:
                 result = jsonl.scan(handle, path=item.display, uri=file_uri(item.display))
                 replacements = (
-                    self._jsonl_replacements(handle, result) if self.redact_dir is not None else []
+                    redaction_replacements(handle, result) if self.redact_dir is not None else []
                 )
         except OSError as exc:
             self._error(item, exc)
@@ -264,20 +262,6 @@ class ScanRunner(ScanBase):
             target = redact.copy_path(self.redact_dir, item.display)
             redact.write_replaced(target, item.path, replacements)
             self.stats.redacted += 1
-
-    @staticmethod
-    def _jsonl_replacements(handle: BinaryIO, result: JsonlResult) -> list[tuple[int, int, bytes]]:
-        """Whole-line replacements for records with findings (re-serialised with the secrets
-        redacted) and ``[REDACTED]`` for secrets in lines scanned as text."""
-        replacements = redact.span_replacements(result.spans)
-        for start, end, spans in result.records.values():
-            handle.seek(start)
-            line = handle.read(end - start)
-            if line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
-            value = redact_strings(orjson.loads(line), spans)
-            replacements.append((start, end, orjson.dumps(value)))
-        return replacements
 
     # -- team databases ------------------------------------------------------------------------
 

@@ -291,3 +291,17 @@ def test_python_block_runs(path: Path, line: int, code: str, tmp_path: Path) -> 
         f"the example at {where} failed (exit {result.returncode})\n"
         f"--- code ---\n{code}--- stdout ---\n{result.stdout}--- stderr ---\n{result.stderr}"
     )
+
+
+def test_every_command_is_documented_in_the_cli_reference():
+    from memframe.cli import COMMANDS
+
+    lines = (DOCS / "cli.md").read_text().splitlines()
+    headings = [line for line in lines if line.startswith("## ")]
+    internal = {"hook-worker"}
+    missing = [
+        name
+        for name in COMMANDS
+        if name not in internal and not any(f"`memframe {name}" in h for h in headings)
+    ]
+    assert missing == []
