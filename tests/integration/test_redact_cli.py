@@ -7,40 +7,21 @@ import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memframe.scanner import REDACTED, SecretScanner
 from memframe.scanning.inplace import find_redactions, redact_file
+from tests.integration.cli_runner import run_memframe_bytes
+from tests.native.test_scanner import AWS, GITHUB, PEM
 from tests.native.vectors import positives
-
-AWS = "AKIAQ7VJ2ZWXK5MRT3LB"
-GITHUB = "ghp_" + "R8f2Kq9ZtX4mW7pB1nV6cJ3hL0sD5gY8aE2u"
-PEM = (
-    "-----BEGIN RSA PRIVATE KEY-----\n"
-    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
-    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
-    "-----END RSA PRIVATE KEY-----"
-)
 
 
 def redact(*args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """``memframe redact ARGS`` in ``cwd`` with its own (empty) user settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
-    env["MEMFRAME_CONFIG_DIR"] = str(cwd.parent / f"{cwd.name}-config")
-    return subprocess.run(
-        [sys.executable, "-m", "memframe", "redact", *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    config = {"MEMFRAME_CONFIG_DIR": str(cwd.parent / f"{cwd.name}-config")}
+    return run_memframe_bytes("redact", *args, stdin=stdin, cwd=cwd, extra_env=config)
 
 
 def test_a_stream_is_redacted_and_every_other_byte_kept(tmp_path):
