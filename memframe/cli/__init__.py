@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("hook", "Claude Code hook adapter: hook JSON on stdin"),
     "hook-worker": ("hook_worker", "internal: the hook's background worker"),
     "install-hooks": ("install_hooks", "add memframe's hooks to Claude Code's settings"),
+    "bench": ("bench", "run the benchmarks of a source checkout (python -m benches)"),
 }
 
 EXIT_OK = 0
@@ -58,6 +59,10 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+# commands whose arguments go, unparsed, to another program (``args.args``)
+PASS_THROUGH = frozenset({"bench"})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memframe",
@@ -84,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if plugin_code is not None:
                 return plugin_code
         parser = build_parser()
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra and args.command not in PASS_THROUGH:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command in PASS_THROUGH:
+            args.args = extra
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE

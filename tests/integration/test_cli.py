@@ -198,3 +198,18 @@ def test_a_chosen_but_unconfigured_model_is_a_clear_error(tmp_path):
     assert "Traceback" not in result.stderr
     unknown = run_memframe("replay", str(VIEWER), "--home", str(tmp_path / "h"), "--model", "gpt")
     assert unknown.returncode == 2 and "available: anthropic, claude-cli" in unknown.stderr
+
+
+def test_bench_runs_the_benchmarks_of_a_source_checkout(tmp_path, monkeypatch, capsys):
+    listed = run_memframe("bench", "--list")
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
+    assert {"scan", "checksum", "tokens", "hook"} <= set(names)
+    unknown = run_memframe("bench", "--only", "nope")
+    assert unknown.returncode == 2 and "invalid choice: 'nope'" in unknown.stderr
+
+    from memframe.cli import bench, main
+
+    monkeypatch.setattr(bench, "REPO_ROOT", tmp_path)  # an installed wheel: no benches/
+    assert main(["bench", "--quick"]) == 2
+    assert "ship with memframe's source repository" in capsys.readouterr().err
