@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from memframe.cli._common import add_frame_arguments, open_frame_from_args, print_json
 
 if TYPE_CHECKING:
+    from memframe.frame import MemoryFrame
     from memframe.memdir import MemoryStore
 
 
@@ -59,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
                 return EXIT_OK
             if args.action == "add":
                 text = sys.stdin.read() if args.text == "-" else args.text
+                if args.team:
+                    _refuse_secrets(frame, f"{args.name}\n{args.description}\n{text}")
                 saved = store.add(
                     args.name,
                     args.description,
@@ -83,6 +86,18 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc.args[0])) from exc
         except MemoryFormatError as exc:
             raise CommandError(str(exc)) from exc
+
+
+def _refuse_secrets(frame: MemoryFrame, text: str) -> None:
+    """A team memory is shared: one with a secret is refused (nothing is written)."""
+    from memframe.cli import CommandError
+
+    rules = [match.rule_id for match in frame.secret_scanner().scan(text)]
+    if rules:
+        raise CommandError(
+            f"not saved: a team memory is shared and this one contains a secret "
+            f"({', '.join(rules)}); remove it, or save the memory without --team"
+        )
 
 
 def _list(store: MemoryStore, as_json: bool) -> int:

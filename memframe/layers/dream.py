@@ -21,6 +21,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
+from memframe.memdir.guard import redact_team_secrets
 from memframe.memdir.lock import ConsolidationLock
 from memframe.models.base import ModelRequest, backend_supports
 
@@ -51,6 +52,7 @@ class DreamResult:
     deleted: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    redacted: list[str] = field(default_factory=list)  # team/ files saved with secrets redacted
     memories: int = 0
 
 
@@ -168,9 +170,14 @@ class DreamLayer:
             timeout=self.settings.max_seconds,
         )
         staged: dict[Path, str | None] = {}
+        redacted: list[str] = []
 
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
-            staged.update(changes)
+            guarded, notes = redact_team_secrets(
+                self.store.root, changes, self.frame.secret_scanner()
+            )
+            redacted.extend(notes)
+            staged.update(guarded)
             return {}
 
         agent = ForkedAgent(
@@ -192,5 +199,6 @@ class DreamLayer:
             deleted=deleted,
             written=written,
             refused=[f"{r.tool}: {r.reason}" for r in result.refused],
+            redacted=redacted,
             memories=len(self.store.memory_paths()),
         )

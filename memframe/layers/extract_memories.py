@@ -20,6 +20,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
+from memframe.memdir.guard import redact_team_secrets
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -153,10 +154,15 @@ class ExtractMemoriesLayer:
             timeout=self.settings.max_seconds,
         )
         staged: dict[Path, str] = {}
+        redacted: list[str] = []
 
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
             # the store writes them (dedupe, index, lock); deletions are not this layer's job
-            staged.update({p: t for p, t in changes.items() if t is not None})
+            guarded, notes = redact_team_secrets(
+                self.store.root, changes, self.frame.secret_scanner()
+            )
+            redacted.extend(notes)
+            staged.update({p: t for p, t in guarded.items() if t is not None})
             return {}
 
         permission = Permission(
@@ -184,6 +190,7 @@ class ExtractMemoriesLayer:
             status="saved" if saved else "nothing",
             saved=[m.relative_to(self.store.root) for m in saved],
             skipped=skipped,
+            redacted=redacted,
             refused=[f"{r.tool}: {r.reason}" for r in result.refused],
             turns=result.turns,
             finished_at=time.time(),

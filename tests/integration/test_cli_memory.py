@@ -58,6 +58,12 @@ def test_bad_input_is_a_clear_error(tmp_path):
     assert bad_type.returncode == 2 and "memory type must be one of" in bad_type.stderr
     private = memory(home, "add", "--name", "me", "--type", "user", "--team", "I am Ana")
     assert private.returncode == 2 and "always private" in private.stderr
+    key = "AKIAQ7VJ2ZWXK5MRT3LB"
+    secret = memory(home, "add", "--name", "AWS", "--type", "reference", "--team", f"key {key}")
+    assert secret.returncode == 2 and "contains a secret (aws-access-token)" in secret.stderr
+    assert not list(home.rglob("aws.md"))  # nothing written
+    private_secret = memory(home, "add", "--name", "AWS", "--type", "reference", f"key {key}")
+    assert private_secret.returncode == 0  # a private memory stays on this machine
     missing = memory(home, "show", "nope")
     assert missing.returncode == 2 and "no memory 'nope'" in missing.stderr
     assert "Traceback" not in missing.stderr + bad_type.stderr + private.stderr

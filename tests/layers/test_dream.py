@@ -406,6 +406,31 @@ def test_a_model_may_not_touch_anything_outside_the_memory_dir(dr_frame, tmp_pat
     assert len(result.refused) == 2 and all("outside" in r for r in result.refused)
 
 
+def test_a_consolidated_team_memory_is_saved_with_its_secrets_redacted(dr_frame):
+    key = "ghp_" + "R8f2Kq9ZtX4mW7pB1nV6cJ3hL0sD5gY8aE2u"
+    frame = dr_frame()
+    root = dream_of(frame).store.root
+    merged = root / "team" / "ci.md"
+    text = "---\nname: CI\ndescription: how CI runs\ntype: project\n---\n\n"
+    backend = ScriptedBackend(
+        ModelResponse(
+            tool_calls=(
+                ToolCall(
+                    "w1", "Write", {"file_path": str(merged), "content": f"{text}CI uses {key}.\n"}
+                ),
+            ),
+            stop_reason="tool_use",
+        )
+    )
+    frame = dr_frame(layers=[with_backend(backend)], model=backend.name)
+    dream = dream_of(frame)
+    seed(dream.store.root)
+    result = dream.consolidate()
+    assert result.ran and "team/ci.md" in result.written
+    assert result.redacted == ["team/ci.md: github-pat"]
+    assert merged.read_text() == f"{text}CI uses [REDACTED].\n"
+
+
 # -- the lock -------------------------------------------------------------------------------------
 
 LOCKER = """

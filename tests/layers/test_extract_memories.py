@@ -594,6 +594,32 @@ def test_a_duplicate_written_by_the_model_is_skipped(ex_frame):
     assert len(manifest[0]["hash"]) == 16
 
 
+def test_secrets_in_a_team_memory_are_redacted_before_it_is_saved(ex_frame):
+    key = "AKIAQ7VJ2ZWXK5MRT3LB"
+
+    def reply(request: ModelRequest) -> ModelResponse:
+        root = Path(request.task["memory_dir"])
+        return writes(
+            (
+                root / "team" / "deploys.md",
+                memory_text("Deploys", "how to deploy", "project", f"Deploy with key {key}."),
+            ),
+            (root / "mine.md", memory_text("Mine", "private", "project", f"My key is {key}.")),
+        )
+
+    _backend, frame, store = scripted_run(ex_frame, reply)
+    session = frame.session("s1")
+    turn(session, "Remember how we deploy.")
+    frame.flush()
+    (record,) = runs(session)
+    assert sorted(record["saved"]) == ["mine.md", "team/deploys.md"]
+    assert record["redacted"] == ["team/deploys.md: aws-access-token"]
+    team_text = (store.root / "team" / "deploys.md").read_text()
+    assert key not in team_text and "Deploy with key [REDACTED]." in team_text
+    assert key in (store.root / "mine.md").read_text()  # private: left as written
+    check_index(store.root)
+
+
 def test_the_fork_reuses_the_parents_prompt(ex_frame):
     backend, frame, store = scripted_run(ex_frame)
     session = frame.session("s1")
