@@ -222,9 +222,12 @@ class ClaudeCliBackend:
 
     name = "claude-cli"
 
-    def __init__(self, *, executable: str, model: str | None = None) -> None:
+    def __init__(
+        self, *, executable: str, model: str | None = None, own_tools: bool = False
+    ) -> None:
         self.executable = executable
         self.model = model
+        self.own_tools = own_tools
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], env: Mapping[str, str]) -> ClaudeCliBackend:
@@ -240,10 +243,19 @@ class ClaudeCliBackend:
                 f"claude-cli: the Claude Code CLI {wanted!r} was not found or is not executable; "
                 f"install it or {_NOT_CONFIGURED_HINT}"
             )
-        return cls(executable=found, model=_option_str(options, "model"))
+        own_tools = options.get("own_tools", False)
+        if not isinstance(own_tools, bool):
+            raise ModelNotConfiguredError(
+                f"settings models.claude-cli.own_tools must be true or false, got {own_tools!r}"
+            )
+        return cls(executable=found, model=_option_str(options, "model"), own_tools=own_tools)
 
     def argv(self) -> list[str]:
         argv = [self.executable, "-p", "--output-format", "json", "--max-turns", "1"]
+        if not self.own_tools:
+            # no built-in tool and none of the user's MCP servers: the child can only answer,
+            # so every tool call goes through memframe's permission check
+            argv += ["--tools", "", "--strict-mcp-config"]
         if self.model:
             argv += ["--model", self.model]
         return argv

@@ -74,12 +74,29 @@ def test_plain_answer(make_backend, log, monkeypatch):
         "output_tokens": 34,
     }
     [run] = read_log(log)
-    assert run["argv"] == ["-p", "--output-format", "json", "--max-turns", "1"]
+    assert run["argv"] == [
+        "-p",
+        "--output-format",
+        "json",
+        "--max-turns",
+        "1",
+        "--tools",  # the CLI's own tools and the user's MCP servers are off
+        "",
+        "--strict-mcp-config",
+    ]
     assert run["guard"] == "1"  # memframe's hooks in the child stand down
     assert "You maintain session notes." in run["stdin"]
     assert "Update the notes." in run["stdin"]
     assert "tool_calls" not in run["stdin"]  # no tools offered: no protocol
     assert FORK_GUARD_ENV not in os.environ  # only the child's environment has it
+
+
+def test_own_tools_can_be_left_on_for_older_clis(make_backend, log):
+    backend = make_backend(["ok"], own_tools=True)
+    backend.complete(request())
+    assert read_log(log)[0]["argv"] == ["-p", "--output-format", "json", "--max-turns", "1"]
+    with pytest.raises(ModelNotConfiguredError, match="own_tools must be true or false"):
+        make_backend(["ok"], own_tools="yes")
 
 
 def test_model_option_is_passed(make_backend, log):
