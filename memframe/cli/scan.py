@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memframe.scanning.hits import Hit
     from memframe.scanning.progress import Progress
     from memframe.scanning.runner import ScanStats
+    from memframe.scanning.teamdb import TeamDbSource
 
 FORMATS = ("text", "json", "sarif", "csv")
 
@@ -35,15 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="PATH",
         help="files or directories (walked under .gitignore/.memframeignore); *.jsonl files are "
-        "read as JSON lines; sqlite:///PATH scans a team database",
+        "read as JSON lines; sqlite:///PATH or postgresql://… scans a team database",
     )
     parser.add_argument(
         "--team-db",
         action="append",
         default=[],
-        type=Path,
-        metavar="PATH",
-        help="scan every entry of the team server's SQLite database (repeatable)",
+        metavar="PATH|URL",
+        help="scan every entry of the team server's database: a SQLite file or a PostgreSQL "
+        "URL (repeatable)",
     )
     parser.add_argument(
         "--format", choices=FORMATS, default="text", help="report format (default: text)"
@@ -95,22 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _inputs(args: argparse.Namespace) -> tuple[list[str], list[Path]]:
+def _inputs(args: argparse.Namespace) -> tuple[list[str], list[TeamDbSource]]:
     """(file and directory arguments, team databases); missing inputs are usage errors."""
     from memframe.cli import CommandError
-    from memframe.scanning.teamdb import db_path
+    from memframe.scanning.teamdb import db_source
 
     paths: list[str] = []
-    dbs = list(args.team_db)
+    dbs: list[TeamDbSource] = [db_source(a) or Path(a) for a in args.team_db]
     for argument in args.paths:
-        db = db_path(argument)
+        db = db_source(argument)
         if db is not None:
             dbs.append(db)
-        elif argument.startswith(("postgresql://", "postgres://")):
-            raise CommandError(
-                "scanning a PostgreSQL team database is not supported: scan a SQLite one "
-                "(--team-db PATH or sqlite:///PATH)"
-            )
         else:
             paths.append(argument)
     if not paths and not dbs:
@@ -119,7 +115,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[Path]]:
     if missing:
         raise CommandError("; ".join(f"{p}: no such file or directory" for p in missing))
     for db in dbs:
-        if not db.is_file():
+        if isinstance(db, Path) and not db.is_file():
             raise CommandError(f"{db}: no such team database file")
     if args.threads is not None and args.threads < 1:
         raise CommandError("--threads must be at least 1")
@@ -130,7 +126,7 @@ def _inputs(args: argparse.Namespace) -> tuple[list[str], list[Path]]:
     return paths, dbs
 
 
-def _total_bytes(paths: list[str], dbs: list[Path]) -> int | None:
+def _total_bytes(paths: list[str], dbs: list[TeamDbSource]) -> int | None:
     """The total to scan when it is known up front (only files named)."""
     if dbs or not all(os.path.isfile(p) for p in paths):
         return None
@@ -203,7 +199,7 @@ def _scan_on_dask(
     args: argparse.Namespace,
     scanner: SecretScanner,
     paths: list[str],
-    dbs: list[Path],
+    dbs: list[TeamDbSource],
     progress: Progress,
 ) -> tuple[list[Hit], ScanStats]:
     """The scan on a Dask cluster (``--dask`` or ``--dask-local``): same findings and stats."""

@@ -54,7 +54,14 @@ from memframe.scanning.runner import (
     file_uri,
     place_file,
 )
-from memframe.scanning.teamdb import TeamDbError, TeamDbResult, scan_team_db
+from memframe.scanning.teamdb import (
+    TeamDbError,
+    TeamDbResult,
+    TeamDbSource,
+    scan_team_db,
+    shown,
+    source_name,
+)
 from memframe.scanning.walk import FileInput, Skipped, Walker
 from memframe.scanning.windows import (
     CUT_SEARCH_BYTES,
@@ -113,9 +120,10 @@ class FileRange:
 
 @dataclass(frozen=True, slots=True)
 class TeamDb:
-    """A team database: ``path`` absolute (opened by the worker), ``shown`` as named."""
+    """A team database: ``source`` as the worker opens it (an absolute SQLite path, or a
+    PostgreSQL URL), ``shown`` as the user named it (a URL without its password)."""
 
-    path: str
+    source: TeamDbSource
     shown: str
 
 
@@ -138,7 +146,7 @@ class Plan:
     databases and the partitions."""
 
     order: list[FileInput | Skipped] = field(default_factory=list)
-    dbs: list[Path] = field(default_factory=list)
+    dbs: list[TeamDbSource] = field(default_factory=list)
     partitions: list[Partition] = field(default_factory=list)
     partition_bytes: int = 0
 
@@ -192,7 +200,7 @@ def partition_target(total_cost: int, threads: int) -> int:
 
 def plan_scan(
     paths: Sequence[str],
-    dbs: Sequence[Path] = (),
+    dbs: Sequence[TeamDbSource] = (),
     *,
     walker: Walker,
     big_file: int = BIG_FILE_BYTES,
@@ -248,13 +256,16 @@ def plan_scan(
             flush()
     flush()
     for db, size in zip(dbs, db_sizes, strict=True):
-        plan.partitions.append(Partition((TeamDb(os.path.abspath(db), str(db)),), size, 0))
+        source = Path(os.path.abspath(db)) if isinstance(db, Path) else db
+        plan.partitions.append(Partition((TeamDb(source, shown(db)),), size, 0))
     return plan
 
 
-def _size(path: Path) -> int:
+def _size(source: TeamDbSource) -> int:
+    if not isinstance(source, Path):
+        return 0  # a PostgreSQL database: its size is not known up front
     try:
-        return path.stat().st_size
+        return source.stat().st_size
     except OSError:
         return 0
 
@@ -454,13 +465,13 @@ def _scan_team_db(
     try:
         result = scan_team_db(
             scanner,
-            Path(unit.path),
+            unit.source,
             known_rules=known,
             threads=settings.threads,
             keep_redactions=settings.keep_redactions,
         )
     except TeamDbError as exc:  # named as the user named it
-        return TeamDbOutcome(error=str(exc).replace(unit.path, unit.shown))
+        return TeamDbOutcome(error=str(exc).replace(str(unit.source), unit.shown))
     return TeamDbOutcome(result)
 
 
@@ -564,7 +575,7 @@ class DaskScanner(ScanBase):
         self.partition_bytes = partition_bytes
         self.plan: Plan | None = None
 
-    def scan(self, paths: Sequence[str], dbs: Sequence[Path] = ()) -> None:
+    def scan(self, paths: Sequence[str], dbs: Sequence[TeamDbSource] = ()) -> None:
         """Scan the named files and directories (which must exist) and team databases.
 
         :raises TeamDbError: a team database cannot be read.
@@ -712,13 +723,13 @@ class DaskScanner(ScanBase):
             redact.write_replaced(target, item.path, redact.span_replacements(spans))
             self.stats.redacted += 1
 
-    def _merge_team(self, db: Path, result: TeamDbResult) -> None:
+    def _merge_team(self, db: TeamDbSource, result: TeamDbResult) -> None:
         self.team_hits.extend(result.hits)
         self.stats.entries += result.entries
         self.stats.bytes += result.bytes
         if self.redact_dir is not None:
             for (repo, key), (text, spans) in result.redactions.items():
-                target = redact.entry_path(self.redact_dir, db, repo, key)
+                target = redact.entry_path(self.redact_dir, source_name(db), repo, key)
                 redact.write_text(target, redact_spans(text, spans))
                 self.stats.redacted += 1
 

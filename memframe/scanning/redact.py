@@ -34,7 +34,7 @@ def copy_path(redact_dir: Path, display: str) -> Path:
     return redact_dir.joinpath(*parts)
 
 
-def entry_path(redact_dir: Path, db: Path, repo: str, key: str) -> Path:
+def entry_path(redact_dir: Path, db_name: str, repo: str, key: str) -> Path:
     """Where the redacted copy of a team entry goes (every part made a safe file name)."""
 
     def safe(part: str) -> str:
@@ -42,7 +42,7 @@ def entry_path(redact_dir: Path, db: Path, repo: str, key: str) -> Path:
         return quoted.replace(".", "%2E") if quoted in {"", ".", ".."} else quoted
 
     key_parts = [safe(p) for p in key.split("/")] or ["%2E"]
-    return redact_dir.joinpath("team-db", safe(db.name), safe(repo), *key_parts)
+    return redact_dir.joinpath("team-db", safe(db_name), safe(repo), *key_parts)
 
 
 def _check_target(target: Path, source: str | None) -> None:

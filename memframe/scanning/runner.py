@@ -24,7 +24,7 @@ from memframe.scanning import redact
 from memframe.scanning.hits import Hit, text_hits
 from memframe.scanning.jsonl import JsonlScanner, redaction_replacements
 from memframe.scanning.progress import Progress
-from memframe.scanning.teamdb import scan_team_db
+from memframe.scanning.teamdb import TeamDbSource, scan_team_db, source_name
 from memframe.scanning.walk import FileInput, Skipped, Walker
 from memframe.scanning.windows import scan_range
 
@@ -265,7 +265,7 @@ class ScanRunner(ScanBase):
 
     # -- team databases ------------------------------------------------------------------------
 
-    def scan_team_db(self, path: Path) -> None:
+    def scan_team_db(self, path: TeamDbSource) -> None:
         """Scan a team database (:class:`~memframe.scanning.teamdb.TeamDbError` when it cannot
         be read)."""
 
@@ -285,6 +285,6 @@ class ScanRunner(ScanBase):
         self.stats.bytes += result.bytes
         if self.redact_dir is not None:
             for (repo, key), (text, spans) in result.redactions.items():
-                target = redact.entry_path(self.redact_dir, path, repo, key)
+                target = redact.entry_path(self.redact_dir, source_name(path), repo, key)
                 redact.write_text(target, redact_spans(text, spans))
                 self.stats.redacted += 1

@@ -1,7 +1,10 @@
-"""The team server's SQLite database: every entry (``entries(repo, key, text)``) is scanned.
+"""The team server's database: every entry (``entries(repo, key, text)``) is scanned.
 
-The database is opened read-only (a missing file is an error, never created; no ``-wal``/``-shm``
-file is left behind) and streamed in batches; a finding's location is ``repo:key:line``.
+A source is a SQLite file (``PATH`` or ``sqlite:///PATH``) or a PostgreSQL URL
+(``postgresql://…``, the ``server`` extra). A SQLite database is opened read-only (a missing file
+is an error, never created; no ``-wal``/``-shm`` file is left behind); a PostgreSQL one is read
+in one read-only transaction (one consistent snapshot) through a server-side cursor. Entries
+are streamed in batches; a finding's location is ``repo:key:line``.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from memframe.scanner import SecretScanner
 from memframe.scanning.hits import Hit, text_hits
 
 URL_PREFIX = "sqlite:///"
+PG_PREFIXES = ("postgresql://", "postgres://")
 URI_SCHEME = "memframe-team"
 BATCH_ENTRIES = 2048
 
@@ -35,12 +39,36 @@ class TeamDbResult:
     )
 
 
-def db_path(argument: str) -> Path | None:
-    """The database path of a ``sqlite:///PATH`` argument (as ``memframe serve --db`` reads it),
-    or None when ``argument`` is not such a URL."""
-    if not argument.startswith(URL_PREFIX):
-        return None
-    return Path(argument.removeprefix(URL_PREFIX)).expanduser()
+# a SQLite database file, or a PostgreSQL URL
+TeamDbSource = Path | str
+
+
+def db_source(argument: str) -> TeamDbSource | None:
+    """The database an argument names as ``memframe serve --db`` reads it: ``sqlite:///PATH``
+    (a Path) or a PostgreSQL URL (kept as a string); None for anything else."""
+    if argument.startswith(URL_PREFIX):
+        return Path(argument.removeprefix(URL_PREFIX)).expanduser()
+    if argument.startswith(PG_PREFIXES):
+        return argument
+    return None
+
+
+def shown(source: TeamDbSource) -> str:
+    """How a source is named in messages and reports (a URL without its password)."""
+    if isinstance(source, Path):
+        return str(source)
+    from memframe.server.postgres import redact_url
+
+    return redact_url(source)
+
+
+def source_name(source: TeamDbSource) -> str:
+    """A file name for the source (redacted copies go under ``team-db/<name>/``)."""
+    if isinstance(source, Path):
+        return source.name
+    parts = urlsplit(source)
+    database = parts.path.strip("/") or "postgres"
+    return f"postgresql-{parts.hostname or 'local'}-{database}"
 
 
 def entry_uri(repo: str, key: str) -> str:
@@ -73,54 +101,91 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _rows(db: sqlite3.Connection) -> Iterator[list[tuple[str, str, str]]]:
-    cursor = db.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
-    while rows := cursor.fetchmany(BATCH_ENTRIES):
-        yield rows
+def _sqlite_rows(path: Path) -> Iterator[list[tuple[str, str, str]]]:
+    db = _open(path)
+    try:
+        cursor = db.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
+        while rows := cursor.fetchmany(BATCH_ENTRIES):
+            yield rows
+    except sqlite3.DatabaseError as exc:
+        raise TeamDbError(f"{path}: cannot read the entries ({exc})") from None
+    finally:
+        db.close()
+
+
+def _postgres_rows(url: str) -> Iterator[list[tuple[str, str, str]]]:
+    try:
+        import psycopg
+
+        from memframe.server.postgres import PostgresUnavailableError, connect, parse_target, scrub
+    except ImportError:
+        raise TeamDbError(
+            "scanning a PostgreSQL team database needs psycopg: pip install 'memframe[server]'"
+        ) from None
+    try:
+        target = parse_target(url, application_name="memframe-scan", timeout=10.0)
+        conn = connect(target)
+    except (ValueError, PostgresUnavailableError) as exc:
+        raise TeamDbError(str(exc)) from None
+    where = f"PostgreSQL at {target.where}"
+    try:
+        conn.read_only = True
+        with conn.transaction():
+            found = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()
+            if not found or not found[0]:
+                raise TeamDbError(f"{where}: not a memframe team database (no 'entries' table)")
+            with conn.cursor(name="memframe_scan_entries") as cursor:
+                cursor.itersize = BATCH_ENTRIES
+                cursor.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
+                while rows := cursor.fetchmany(BATCH_ENTRIES):
+                    yield [
+                        (repo, key, bytes(text).decode("utf-8", "replace"))
+                        for repo, key, text in rows
+                    ]
+    except psycopg.Error as exc:
+        raise TeamDbError(f"{where}: cannot read the entries ({scrub(str(exc), target)})") from None
+    finally:
+        conn.close()
 
 
 def scan_team_db(
     scanner: SecretScanner,
-    path: Path,
+    source: TeamDbSource,
     *,
     known_rules: Collection[str],
     threads: int | None = None,
     keep_redactions: bool = False,
     on_entries: Callable[[int, int], None] | None = None,
 ) -> TeamDbResult:
-    """Scan every entry of the database at ``path``.
+    """Scan every entry of the database ``source``.
 
-    :raises TeamDbError: missing file, not SQLite, or no ``entries`` table.
+    :raises TeamDbError: missing file, not SQLite, unreachable PostgreSQL, or no ``entries``
+        table.
     """
-    db = _open(path)
     result = TeamDbResult()
-    try:
-        for rows in _rows(db):
-            texts = [row[2] for row in rows]
-            size = sum(len(t) for t in texts)
-            for (repo, key, text), found in zip(
-                rows, scanner.find_many(texts, threads=threads), strict=True
-            ):
-                if not found:
-                    continue
-                result.hits.extend(
-                    text_hits(
-                        text,
-                        found,
-                        path=f"{repo}:{key}",
-                        uri=entry_uri(repo, key),
-                        known_rules=known_rules,
-                    )
+    batches = _sqlite_rows(source) if isinstance(source, Path) else _postgres_rows(source)
+    for rows in batches:
+        texts = [row[2] for row in rows]
+        size = sum(len(t) for t in texts)
+        for (repo, key, text), found in zip(
+            rows, scanner.find_many(texts, threads=threads), strict=True
+        ):
+            if not found:
+                continue
+            result.hits.extend(
+                text_hits(
+                    text,
+                    found,
+                    path=f"{repo}:{key}",
+                    uri=entry_uri(repo, key),
+                    known_rules=known_rules,
                 )
-                if keep_redactions:
-                    spans = [(f.secret_start, f.secret_end) for f in found]
-                    result.redactions[(repo, key)] = (text, spans)
-            result.entries += len(rows)
-            result.bytes += size
-            if on_entries is not None:
-                on_entries(len(rows), size)
-    except sqlite3.DatabaseError as exc:
-        raise TeamDbError(f"{path}: cannot read the entries ({exc})") from None
-    finally:
-        db.close()
+            )
+            if keep_redactions:
+                spans = [(f.secret_start, f.secret_end) for f in found]
+                result.redactions[(repo, key)] = (text, spans)
+        result.entries += len(rows)
+        result.bytes += size
+        if on_entries is not None:
+            on_entries(len(rows), size)
     return result

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -115,6 +116,66 @@ def _where(params: Mapping[str, str]) -> str:
     return f"{host}:{port}"
 
 
+@dataclass(frozen=True)
+class Target:
+    """A PostgreSQL URL made ready to connect: the libpq ``conninfo``, ``where`` it goes (for
+    messages), the ``shown`` URL (password replaced) and every string to scrub from errors."""
+
+    conninfo: str
+    where: str
+    shown: str
+    secrets: list[str]
+
+
+def parse_target(url: str, *, application_name: str, timeout: float) -> Target:
+    """``url`` checked and completed (``application_name``, a connect timeout unless it sets
+    one). :raises ValueError: libpq cannot parse it (the message never holds the password)."""
+    shown = redact_url(url)
+    secrets = _passwords(url)
+    try:
+        params = pg_conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise ValueError(f"invalid PostgreSQL URL {shown}: {_scrub(str(exc), secrets)}") from None
+    secrets += [str(params["password"])] if params.get("password") else []
+    text_params = {k: str(v) for k, v in params.items() if v is not None}
+    port = text_params.get("port", "")
+    if port and not all(part.strip().isdigit() for part in port.split(",")):
+        raise ValueError(  # no URL in the message: its "port" may be a misplaced password
+            "invalid PostgreSQL URL: the port is not a number "
+            "(the form is postgresql://USER:PASSWORD@HOST:PORT/DATABASE)"
+        )
+    where = _where(text_params)
+    extra: dict[str, Any] = {"application_name": application_name}
+    if "connect_timeout" not in params:
+        extra["connect_timeout"] = max(1, round(timeout))
+    # what the URL says wins over these defaults
+    conninfo = pg_conninfo.make_conninfo(url, **{k: v for k, v in extra.items() if k not in params})
+    database = text_params.get("dbname")
+    if database:
+        where += f" (database {database!r})"
+    return Target(conninfo, where, shown, secrets)
+
+
+def connect(target: Target, **options: Any) -> Connection:
+    """A connection to ``target``. :raises PostgresUnavailableError: it cannot be reached or
+    refused; :raises ValueError: libpq refused an option. Messages never hold a password."""
+    try:
+        return psycopg.connect(target.conninfo, **options)
+    except psycopg.OperationalError as exc:
+        raise PostgresUnavailableError(
+            f"cannot connect to PostgreSQL at {target.where}: {scrub(str(exc), target)}"
+        ) from None
+    except psycopg.Error as exc:  # e.g. an option value libpq refuses
+        raise ValueError(
+            f"cannot connect to PostgreSQL at {target.where}: {scrub(str(exc), target)}"
+        ) from None
+
+
+def scrub(message: str, target: Target) -> str:
+    """A libpq/server message about ``target`` on one line, without its password."""
+    return _scrub(message, target.secrets)
+
+
 # -- a small thread-safe pool ---------------------------------------------------------------------
 
 
@@ -125,13 +186,9 @@ class _Pool:
 
     CHECK_AFTER_IDLE = 5.0
 
-    def __init__(
-        self, conninfo: str, *, max_size: int, timeout: float, where: str, secrets: list[str]
-    ) -> None:
-        self._conninfo = conninfo
+    def __init__(self, target: Target, *, max_size: int, timeout: float) -> None:
+        self._target = target
         self._timeout = timeout
-        self._where = where
-        self._secrets = secrets
         self._max_size = max_size
         self._slots = threading.BoundedSemaphore(max_size)
         self._lock = threading.Lock()
@@ -139,16 +196,7 @@ class _Pool:
         self._generation = 0  # bumped by close(): connections from before it are not reused
 
     def _connect(self) -> Connection:
-        try:
-            return psycopg.connect(self._conninfo, autocommit=True)
-        except psycopg.OperationalError as exc:
-            raise PostgresUnavailableError(
-                f"cannot connect to PostgreSQL at {self._where}: {_scrub(str(exc), self._secrets)}"
-            ) from None
-        except psycopg.Error as exc:  # e.g. an option value libpq refuses
-            raise ValueError(
-                f"cannot connect to PostgreSQL at {self._where}: {_scrub(str(exc), self._secrets)}"
-            ) from None
+        return connect(self._target, autocommit=True)
 
     def _take_idle(self) -> Connection | None:
         while True:
@@ -183,8 +231,8 @@ class _Pool:
     def connection(self) -> Iterator[Connection]:
         if not self._slots.acquire(timeout=self._timeout):
             raise PostgresUnavailableError(
-                f"all {self._max_size} connections to PostgreSQL at {self._where} stayed busy "
-                f"for {self._timeout:g} s"
+                f"all {self._max_size} connections to PostgreSQL at {self._target.where} "
+                f"stayed busy for {self._timeout:g} s"
             )
         try:
             with self._lock:
@@ -219,36 +267,10 @@ class PostgresStorage:
     reached raises :class:`PostgresUnavailableError` naming host and port."""
 
     def __init__(self, url: str, *, max_connections: int = 10, timeout: float = 30.0) -> None:
-        self.url = redact_url(url)
-        secrets = _passwords(url)
-        try:
-            params = pg_conninfo.conninfo_to_dict(url)
-        except psycopg.Error as exc:
-            raise ValueError(
-                f"invalid PostgreSQL URL {self.url}: {_scrub(str(exc), secrets)}"
-            ) from None
-        secrets += [str(params["password"])] if params.get("password") else []
-        text_params = {k: str(v) for k, v in params.items() if v is not None}
-        port = text_params.get("port", "")
-        if port and not all(part.strip().isdigit() for part in port.split(",")):
-            raise ValueError(  # no URL in the message: its "port" may be a misplaced password
-                "invalid PostgreSQL URL: the port is not a number "
-                "(the form is postgresql://USER:PASSWORD@HOST:PORT/DATABASE)"
-            )
-        self.where = _where(text_params)
-        extra: dict[str, Any] = {"application_name": "memframe-server"}
-        if "connect_timeout" not in params:
-            extra["connect_timeout"] = max(1, round(timeout))
-        # what the URL says wins over these defaults
-        conninfo = pg_conninfo.make_conninfo(
-            url, **{k: v for k, v in extra.items() if k not in params}
-        )
-        database = text_params.get("dbname")
-        if database:
-            self.where += f" (database {database!r})"
-        self._pool = _Pool(
-            conninfo, max_size=max_connections, timeout=timeout, where=self.where, secrets=secrets
-        )
+        target = parse_target(url, application_name="memframe-server", timeout=timeout)
+        self.url = target.shown
+        self.where = target.where
+        self._pool = _Pool(target, max_size=max_connections, timeout=timeout)
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -257,8 +279,7 @@ class PostgresStorage:
         except psycopg.Error as exc:  # connected, but e.g. no right to create tables
             self._pool.close()
             raise PostgresUnavailableError(
-                f"cannot create the tables in PostgreSQL at {self.where}: "
-                f"{_scrub(str(exc), secrets)}"
+                f"cannot create the tables in PostgreSQL at {self.where}: {scrub(str(exc), target)}"
             ) from None
         except BaseException:
             self._pool.close()

@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -25,9 +27,11 @@ from memframe.scanning.jsonl import JsonlScanner, iter_lines, json_path
 from memframe.scanning.progress import Progress
 from memframe.scanning.runner import ScanRunner
 from memframe.scanning.windows import scan_range
+from memframe.server.postgres import PostgresStorage
 from memframe.server.sqlite import SQLiteStorage
 from tests.integration.cli_runner import run_memframe
 from tests.native.vectors import negatives, positives
+from tests.server.conftest import fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
 SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-2.1.0-subset.schema.json"
@@ -275,9 +279,8 @@ def test_json_path_formats():
 # -- team database ---------------------------------------------------------------------------------
 
 
-def test_team_database_entries_are_scanned(tmp_path):
-    db = tmp_path / "server" / "team.db"
-    storage = SQLiteStorage(db)
+def put_team_entries(storage) -> None:
+    """Two repositories, three entries, two secrets; closes ``storage``."""
     storage.put(
         "acme/api", {"team/deploy.md": f"# Deploy\n\nkey: {AWS}\n"}, if_match=None, max_entries=100
     )
@@ -289,7 +292,9 @@ def test_team_database_entries_are_scanned(tmp_path):
     )
     storage.close()
 
-    code, report = scan_json("--team-db", str(db), cwd=tmp_path)
+
+def check_team_report(code: int, report: dict) -> None:
+    """The JSON report of a scan of ``put_team_entries``' database."""
     assert code == 1
     locations = {(f["path"], f["line"], f["rule_id"]) for f in report["findings"]}
     assert locations == {
@@ -297,6 +302,13 @@ def test_team_database_entries_are_scanned(tmp_path):
         ("acme/web:team/gh.md", 1, "github-pat"),
     }
     assert report["summary"]["team_entries"] == 3
+
+
+def test_team_database_entries_are_scanned(tmp_path):
+    db = tmp_path / "server" / "team.db"
+    put_team_entries(SQLiteStorage(db))
+
+    check_team_report(*scan_json("--team-db", str(db), cwd=tmp_path))
     text = scan("sqlite:///server/team.db", cwd=tmp_path)
     assert text.returncode == 1
     assert "acme/api:team/deploy.md:3:6: aws-access-token" in text.stdout
@@ -312,6 +324,37 @@ def test_team_database_errors_are_usage_errors(tmp_path):
     not_sqlite.write_text("hello")
     bad = scan("--team-db", "notes.db", cwd=tmp_path)
     assert bad.returncode == 2 and "notes.db" in bad.stderr
+
+
+@pytest.fixture
+def postgres_team_db() -> Iterator[str]:
+    """A fresh PostgreSQL database holding the same entries as the SQLite test above."""
+    for url in fresh_postgres_database():
+        put_team_entries(PostgresStorage(url))
+        yield url
+
+
+def test_a_postgresql_team_database_is_scanned(tmp_path, postgres_team_db):
+    check_team_report(*scan_json(postgres_team_db, cwd=tmp_path))
+    redacted = scan("--team-db", postgres_team_db, "--redact", "out", cwd=tmp_path)
+    assert redacted.returncode == 1, redacted.stderr
+    (copy,) = (tmp_path / "out" / "team-db").rglob("deploy.md")
+    assert copy.read_text() == f"# Deploy\n\nkey: {REDACTED}\n"
+    assert copy.parent.parent.parent.name.startswith("postgresql-")
+
+
+def test_postgresql_errors_are_usage_errors_without_the_password(tmp_path, postgres_team_db):
+    parts = urlsplit(postgres_team_db)
+    unreachable = f"postgresql://memframe:s3cret-pw@127.0.0.1:1/{parts.path.strip('/')}"
+    result = scan(unreachable, cwd=tmp_path)
+    assert result.returncode == 2 and "cannot connect to PostgreSQL at 127.0.0.1:1" in result.stderr
+    assert "s3cret-pw" not in result.stderr + result.stdout
+    import psycopg
+
+    with psycopg.connect(postgres_team_db, autocommit=True) as conn:
+        conn.execute("DROP TABLE entries")
+    empty = scan(postgres_team_db, cwd=tmp_path)
+    assert empty.returncode == 2 and "no 'entries' table" in empty.stderr
 
 
 # -- formats ---------------------------------------------------------------------------------------

@@ -35,9 +35,11 @@ from memframe.scanning.progress import Progress
 from memframe.scanning.runner import ScanRunner, ScanStats
 from memframe.scanning.walk import FileInput, Walker
 from memframe.scanning.windows import OVERLAP_BYTES, WINDOW_BYTES, find_cut
+from memframe.server.postgres import PostgresStorage
 from memframe.server.sqlite import SQLiteStorage
 from tests.integration.cli_runner import run_memframe
 from tests.native.vectors import negatives, positives
+from tests.server.conftest import fresh_postgres_database
 
 distributed = pytest.importorskip("distributed")
 
@@ -90,7 +92,11 @@ def client() -> Iterator[object]:
 
 
 def local_scan(
-    scanner: SecretScanner, paths: list[Path], cwd: Path, dbs: tuple[Path, ...] = (), **options
+    scanner: SecretScanner,
+    paths: list[Path],
+    cwd: Path,
+    dbs: tuple[Path | str, ...] = (),
+    **options,
 ) -> ScanRunner:
     runner = ScanRunner(scanner, cwd=str(cwd), **options)
     runner.scan_paths([str(p) for p in paths])
@@ -104,7 +110,7 @@ def dask_scan(
     client: object,
     paths: list[Path],
     cwd: Path,
-    dbs: tuple[Path, ...] = (),
+    dbs: tuple[Path | str, ...] = (),
     **options,
 ) -> DaskScanner:
     on_dask = DaskScanner(scanner, client, cwd=str(cwd), **options)  # type: ignore[arg-type]
@@ -272,6 +278,21 @@ def test_a_team_database_error_names_the_database_as_given(tmp_path, client, mon
     (tmp_path / "notes.db").write_text("not sqlite")
     with pytest.raises(TeamDbError, match=r"^notes\.db: not a readable SQLite database"):
         dask_scan(SecretScanner(), client, [], tmp_path, (Path("notes.db"),))
+
+
+def test_a_postgresql_team_database_gives_the_local_findings(tmp_path, client):
+    for url in fresh_postgres_database():
+        storage = PostgresStorage(url)
+        entries = {f"team/{n}.md": f"note {n}\nkey {AWS}\n" for n in range(40)}
+        entries["team/clean.md"] = "nothing"
+        storage.put("acme/api", entries, if_match=None, max_entries=1000)
+        storage.close()
+        scanner = SecretScanner()
+        local = local_scan(scanner, [], tmp_path, (url,), redact_dir=tmp_path / "local")
+        on_dask = dask_scan(scanner, client, [], tmp_path, (url,), redact_dir=tmp_path / "dask")
+        assert [h.path for h in on_dask.all_hits()] == [h.path for h in local.all_hits()]
+        assert len(local.all_hits()) == 40 and local.stats.entries == 41
+        assert tree_bytes(tmp_path / "dask") == tree_bytes(tmp_path / "local")
 
 
 def test_progress_is_drawn_as_partitions_complete(tmp_path, client):
