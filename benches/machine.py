@@ -6,6 +6,7 @@ import importlib.metadata
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +81,34 @@ def describe(facts: dict[str, Any]) -> list[str]:
         f" (usable {facts['usable_cpus'] if facts['usable_cpus'] is not None else '?'})",
         f"cpu flags {flags}",
     ]
+
+
+def _cpu_times(path: Path = Path("/proc/stat")) -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs since boot; None off Linux."""
+    try:
+        fields = path.read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(v) for v in fields]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def wait_for_idle_cpus(
+    busy_share: float = 0.15, max_wait: float = 30.0, sample: float = 0.5
+) -> float | None:
+    """Wait (at most ``max_wait`` seconds) until other processes use less than ``busy_share``
+    of the machine's CPU time over ``sample`` seconds, while this process does nothing; returns
+    the share last seen (None when it cannot be read). A broken floor is measured again only
+    once a neighbour's burst has passed: parallel speed-ups need the cores free."""
+    deadline = time.monotonic() + max_wait
+    share: float | None = None
+    while True:
+        before = _cpu_times()
+        time.sleep(sample)
+        after = _cpu_times()
+        if before is None or after is None or after[1] == before[1]:
+            return None
+        share = (after[0] - before[0]) / (after[1] - before[1])
+        if share < busy_share or time.monotonic() >= deadline:
+            return share

@@ -105,7 +105,12 @@ def run_one(bench: Benchmark, quick: bool) -> dict[str, Any]:
         if not violations or attempt == ATTEMPTS:
             break
         earlier.append(violations)
-        print(f"  floor broken in attempt {attempt} ({'; '.join(violations)}); measuring again")
+        busy = machine.wait_for_idle_cpus()
+        seen = f" (other processes used {busy:.0%} of the CPUs)" if busy is not None else ""
+        print(
+            f"  floor broken in attempt {attempt} ({'; '.join(violations)}); "
+            f"measuring again once the CPUs are idle{seen}"
+        )
     duration = round(time.perf_counter() - started, 3)
     print(report.table(result))
     for note in result.notes:
