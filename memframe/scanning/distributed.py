@@ -60,7 +60,6 @@ from memframe.scanning.teamdb import (
     TeamDbSource,
     scan_team_db,
     shown,
-    source_name,
 )
 from memframe.scanning.walk import FileInput, Skipped, Walker
 from memframe.scanning.windows import (
@@ -722,16 +721,6 @@ class DaskScanner(ScanBase):
             target = redact.copy_path(self.redact_dir, item.display)
             redact.write_replaced(target, item.path, redact.span_replacements(spans))
             self.stats.redacted += 1
-
-    def _merge_team(self, db: TeamDbSource, result: TeamDbResult) -> None:
-        self.team_hits.extend(result.hits)
-        self.stats.entries += result.entries
-        self.stats.bytes += result.bytes
-        if self.redact_dir is not None:
-            for (repo, key), (text, spans) in result.redactions.items():
-                target = redact.entry_path(self.redact_dir, source_name(db), repo, key)
-                redact.write_text(target, redact_spans(text, spans))
-                self.stats.redacted += 1
 
 
 def _shift(hit: Hit, lines: int, columns: int) -> Hit:

@@ -24,7 +24,7 @@ from memframe.scanning import redact
 from memframe.scanning.hits import Hit, text_hits
 from memframe.scanning.jsonl import JsonlScanner, redaction_replacements
 from memframe.scanning.progress import Progress
-from memframe.scanning.teamdb import TeamDbSource, scan_team_db, source_name
+from memframe.scanning.teamdb import TeamDbResult, TeamDbSource, scan_team_db, source_name
 from memframe.scanning.walk import FileInput, Skipped, Walker
 from memframe.scanning.windows import scan_range
 
@@ -124,6 +124,17 @@ class ScanBase:
     def _error(self, item: FileInput, error: OSError | str) -> None:
         message = error if isinstance(error, str) else (error.strerror or str(error))
         self.stats.errors.append(f"{item.display}: {message}")
+
+    def _merge_team(self, source: TeamDbSource, result: TeamDbResult) -> None:
+        """Take a team database's result: its hits, its counts, redacted copies of its entries."""
+        self.team_hits.extend(result.hits)
+        self.stats.entries += result.entries
+        self.stats.bytes += result.bytes
+        if self.redact_dir is not None:
+            for (repo, key), (text, spans) in result.redactions.items():
+                target = redact.entry_path(self.redact_dir, source_name(source), repo, key)
+                redact.write_text(target, redact_spans(text, spans))
+                self.stats.redacted += 1
 
     def all_hits(self) -> list[Hit]:
         """File hits ordered by path and position, then team entry hits in database order."""
@@ -280,11 +291,4 @@ class ScanRunner(ScanBase):
             keep_redactions=self.redact_dir is not None,
             on_entries=on_entries,
         )
-        self.team_hits.extend(result.hits)
-        self.stats.entries += result.entries
-        self.stats.bytes += result.bytes
-        if self.redact_dir is not None:
-            for (repo, key), (text, spans) in result.redactions.items():
-                target = redact.entry_path(self.redact_dir, source_name(path), repo, key)
-                redact.write_text(target, redact_spans(text, spans))
-                self.stats.redacted += 1
+        self._merge_team(path, result)

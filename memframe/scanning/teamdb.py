@@ -57,7 +57,7 @@ def shown(source: TeamDbSource) -> str:
     """How a source is named in messages and reports (a URL without its password)."""
     if isinstance(source, Path):
         return str(source)
-    from memframe.server.postgres import redact_url
+    from memframe.server.urls import redact_url
 
     return redact_url(source)
 

@@ -13,7 +13,6 @@ Requires the ``server`` extra (``psycopg[binary]``).
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -36,6 +35,7 @@ from memframe.server.storage import (
     now,
     repo_checksum,
 )
+from memframe.server.urls import passwords, redact_url
 
 # Held (per database) while the tables are created: replicas starting together do not race on
 # the catalogue (concurrent CREATE TABLE IF NOT EXISTS can fail with a unique violation).
@@ -76,27 +76,6 @@ class PostgresUnavailableError(ConnectionError):
 
 # -- URLs and error messages (never a password) ---------------------------------------------------
 
-_USERINFO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^@/?#]*)@")
-_PASSWORD_PARAM = re.compile(r"(password=)([^&\s]*)", re.IGNORECASE)
-
-
-def _passwords(url: str) -> list[str]:
-    """Every string in ``url`` that may be a password (also for URLs libpq cannot parse)."""
-    found = [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
-    userinfo = _USERINFO.match(url)
-    if userinfo and ":" in userinfo.group(1):
-        found.append(userinfo.group(1).split(":", 1)[1])
-    return [p for p in found if p]
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***``."""
-    userinfo = _USERINFO.match(url)
-    if userinfo and ":" in userinfo.group(1):
-        user = userinfo.group(1).split(":", 1)[0]
-        url = url[: userinfo.start(1)] + f"{user}:***" + url[userinfo.end(1) :]
-    return _PASSWORD_PARAM.sub(r"\1***", url)
-
 
 def _scrub(message: str, secrets: list[str]) -> str:
     for secret in sorted(secrets, key=len, reverse=True):
@@ -131,7 +110,7 @@ def parse_target(url: str, *, application_name: str, timeout: float) -> Target:
     """``url`` checked and completed (``application_name``, a connect timeout unless it sets
     one). :raises ValueError: libpq cannot parse it (the message never holds the password)."""
     shown = redact_url(url)
-    secrets = _passwords(url)
+    secrets = passwords(url)
     try:
         params = pg_conninfo.conninfo_to_dict(url)
     except psycopg.Error as exc:
