@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memframe.memdir.files import TEAM_DIR
+from memframe.scanner import redact_spans
 
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
@@ -28,9 +29,10 @@ def redact_team_secrets(
         except ValueError:
             relative = ""
         if text is not None and relative.startswith(f"{TEAM_DIR}/"):
-            rules = [match.rule_id for match in scanner.scan(text)]
-            if rules:
-                text = scanner.redact(text)
+            found = scanner.find(text)  # one pass: the rules to report and the spans to redact
+            if found:
+                text = redact_spans(text, [(f.secret_start, f.secret_end) for f in found])
+                rules = sorted({f.rule_id for f in found}, key=scanner.rules.ids().index)
                 notes.append(f"{relative}: {', '.join(rules)}")
         out[path] = text
     return out, notes
