@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -29,7 +28,7 @@ from memframe.scanning.runner import ScanRunner
 from memframe.scanning.windows import scan_range
 from memframe.server.postgres import PostgresStorage
 from memframe.server.sqlite import SQLiteStorage
-from tests.integration.cli_runner import run_memframe
+from tests.integration.cli_runner import memframe_env, run_memframe
 from tests.native.vectors import negatives, positives
 from tests.server.conftest import fresh_postgres_database
 
@@ -734,9 +733,7 @@ def _peak_rss_kib(command: list[str], cwd: Path) -> tuple[int, subprocess.Comple
         print(json.dumps([peak, result.returncode, result.stdout, result.stderr]))
         """
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    env = memframe_env()
     out = subprocess.run(
         [sys.executable, "-c", probe, *command],
         capture_output=True,

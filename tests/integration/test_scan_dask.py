@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import random
 import shutil
 import socket
@@ -37,7 +36,7 @@ from memframe.scanning.walk import FileInput, Walker
 from memframe.scanning.windows import OVERLAP_BYTES, WINDOW_BYTES, find_cut
 from memframe.server.postgres import PostgresStorage
 from memframe.server.sqlite import SQLiteStorage
-from tests.integration.cli_runner import run_memframe
+from tests.integration.cli_runner import memframe_env, run_memframe
 from tests.native.vectors import negatives, positives
 from tests.server.conftest import fresh_postgres_database
 
@@ -533,9 +532,7 @@ def test_bad_dask_options_are_usage_errors(tmp_path):
 
 
 def python_snippet(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    env = memframe_env()
     return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

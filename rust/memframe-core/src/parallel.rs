@@ -24,7 +24,7 @@ fn resolve(threads: Option<usize>) -> usize {
 }
 
 /// Run `work` inside a pool of `threads` threads (`None` or 0: all cores).
-pub fn with_threads<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> R {
+fn with_threads<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> R {
     let threads = resolve(threads);
     let pool = {
         let mut pools = pools().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
