@@ -119,11 +119,57 @@ def select_engine(requested: str | None = None) -> Engine:
     raise BackendError("no memframe backend is usable: " + "; ".join(reasons))
 
 
+def engine_description(engine: Engine) -> str:
+    """What does the scanning for ``engine``: the library and its version, for ``--version``,
+    bench headers and reports (``native: Hyperscan 5.4.0 2021-01-26 (system-static)``)."""
+    if engine.name == "native":
+        library = getattr(engine.module, "HS_VERSION", "?")
+        source = getattr(engine.module, "HS_SOURCE", "?")
+        kind = "Vectorscan" if source == "vendored" else "Hyperscan"
+        return f"native: {kind} {library} ({source}) + Rust regex"
+    if engine.name == "hyperscan":
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("hyperscan")
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        return f"hyperscan: PyPI hyperscan {version} + Python re"
+    return "python: keyword prefilter + Python re"
+
+
+def pattern_error(regex: str) -> str | None:
+    """Why the native engine's Hyperscan (or, without the extension, the PyPI ``hyperscan``
+    package) cannot compile a rule regex the way the scanner gives it; ``None`` when it can or
+    when neither is available. Rule files are validated with this on every backend."""
+    try:
+        native = get_engine("native").module
+    except BackendError:
+        native = None
+    if native is not None:
+        message: str | None = native.pattern_error(regex)
+        return message
+    try:
+        hs = importlib.import_module("hyperscan")
+    except ImportError:
+        return None
+    flags = 0
+    if regex.startswith("(?i)"):
+        regex, flags = regex[4:], hs.HS_FLAG_CASELESS
+    database = hs.Database(mode=hs.HS_MODE_BLOCK)
+    try:
+        database.compile(expressions=[regex.encode("ascii")], ids=[0], elements=1, flags=[flags])
+    except hs.error as exc:
+        return str(exc)
+    return None
+
+
 _active = select_engine()
 
 BACKEND: Final[str] = _active.name
 NATIVE_VERSION: Final[str | None] = _active.native_version
 BUILD_PROFILE: Final[str | None] = _active.build_profile
+ENGINE: Final[str] = engine_description(_active)
 
 sha256 = _active.module.sha256
 sha256_many = _active.module.sha256_many

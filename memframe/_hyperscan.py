@@ -21,13 +21,13 @@ def _expression(regex: str) -> tuple[bytes, int]:
     return regex.encode("ascii"), flags
 
 
-def _compiles(expression: bytes, flags: int) -> bool:
+def _compile_error(expression: bytes, flags: int) -> str | None:
     database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         database.compile(expressions=[expression], ids=[0], elements=1, flags=[flags])
-    except hyperscan.error:
-        return False
-    return True
+    except hyperscan.error as exc:
+        return str(exc)
+    return None
 
 
 class HyperscanScanner(PythonScanner):
@@ -41,9 +41,14 @@ class HyperscanScanner(PythonScanner):
         flags: list[int] = []
         self._signals: list[int] = []  # database pattern id -> rule index
         self._in_database = [False] * len(rules.rules)
+        #: (rule index, message) of the rules the library rejected (confirmed by regex alone)
+        self.rejected: list[tuple[int, str]] = []
         for index, rule in enumerate(rules.rules):
             expression, rule_flags = _expression(rule.regex)
-            if _compiles(expression, rule_flags):
+            error = _compile_error(expression, rule_flags)
+            if error is not None:
+                self.rejected.append((index, error))
+            else:
                 expressions.append(expression)
                 flags.append(rule_flags)
                 self._signals.append(index)

@@ -6,10 +6,13 @@ from typing import final
 __all__ = [
     "BUILD_PROFILE",
     "CORE_VERSION",
+    "HS_SOURCE",
+    "HS_VERSION",
     "Scanner",
     "__version__",
     "count_tokens",
     "count_tokens_many",
+    "pattern_error",
     "sha256",
     "sha256_many",
     "xxh3_64",
@@ -20,6 +23,8 @@ __all__ = [
 __version__: str
 CORE_VERSION: str
 BUILD_PROFILE: str
+HS_VERSION: str
+HS_SOURCE: str
 
 _FindingTuple = tuple[int, int, int, int, int, int]
 
@@ -39,12 +44,21 @@ def count_tokens(text: str) -> int: ...
 def count_tokens_many(
     texts: list[str] | tuple[str, ...], threads: int | None = None
 ) -> list[int]: ...
+def pattern_error(regex: str) -> str | None: ...
 
 @final
 class Scanner:
-    def __new__(cls, rules_json: str) -> Scanner: ...
+    def __new__(cls, rules_json: str, cache_dir: str | PathLike[str] | None = None) -> Scanner: ...
     @property
     def rule_count(self) -> int: ...
+    @property
+    def rejected(self) -> list[tuple[int, str]]: ...
+    @property
+    def database_error(self) -> str | None: ...
+    @property
+    def cache(self) -> str: ...
+    @property
+    def scan_failures(self) -> int: ...
     def find(self, text: str | bytes) -> list[_FindingTuple]: ...
     def scan(self, text: str | bytes) -> list[int]: ...
     def find_many(

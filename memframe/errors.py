@@ -7,3 +7,8 @@ class BackendError(RuntimeError):
 
 class BackendFallbackWarning(RuntimeWarning):
     """The best backend is unavailable and a slower one is in use."""
+
+
+class EngineDegradedWarning(RuntimeWarning):
+    """The scanning engine left rules out of its one-pass database (they are confirmed by their
+    regex over the whole text instead: same findings, slower)."""

@@ -5,7 +5,7 @@
     memframe.scan("aws_access_key_id = AKIA...")      # -> [SecretMatch('aws-access-token', ...)]
     memframe.redact(text)                             # secrets replaced by [REDACTED]
 
-The engine follows ``MEMFRAME_BACKEND`` (``native``: Vectorscan + Rust regex; ``hyperscan``: the
+The engine follows ``MEMFRAME_BACKEND`` (``native``: Hyperscan/Vectorscan + Rust regex; ``hyperscan``: the
 PyPI hyperscan package + Python ``re``; ``python``: keyword prefilter + ``re``); all three return
 identical results. Offsets are characters of the text; bytes are decoded as UTF-8 with every
 invalid byte kept as one character (``surrogateescape``).
@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from memframe import _backend
-from memframe.errors import BackendError
+from memframe.errors import BackendError, EngineDegradedWarning
 from memframe.rules import RuleError, RuleSet, load_rules
 
 REDACTED = "[REDACTED]"
@@ -93,21 +94,93 @@ def _clean(data: str | bytes) -> str | bytes:
     return data
 
 
+CACHE_ENV: Final = "MEMFRAME_SCAN_CACHE"
+
+
+def database_cache_dir() -> Path | None:
+    """Where the native engine keeps compiled databases: ``$MEMFRAME_SCAN_CACHE`` (a directory,
+    or ``off``), else ``$XDG_CACHE_HOME/memframe/scan-db``, else ``~/.cache/memframe/scan-db``.
+    Short-lived processes (a hook call) then load the database instead of compiling it."""
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if value.lower() in ("off", "0", "false", "no"):
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "memframe" / "scan-db"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatus:
+    """How a scanner's rules reached its engine.
+
+    ``rejected``: ``(rule id, the library's message)`` for each rule the one-pass database left
+    out; such a rule is confirmed by its regex over the whole text (same findings, slower).
+    ``database_error``: why no database was built at all. ``cache``: ``off``, ``hit``,
+    ``stored`` or ``compiled: <why the cached database was not used>`` (native engine).
+    """
+
+    engine: str
+    description: str
+    rejected: tuple[tuple[str, str], ...]
+    database_error: str | None
+    cache: str
+    scan_failures: int
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.rejected or self.database_error or self.scan_failures)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "description": self.description,
+            "degraded": self.degraded,
+            "rejected": [{"rule": rule, "reason": reason} for rule, reason in self.rejected],
+            "database_error": self.database_error,
+            "cache": self.cache,
+            "scan_failures": self.scan_failures,
+        }
+
+
 def _make_engine(name: str, rules: RuleSet) -> _Engine:
     if name == "native":
         native = _backend.get_engine("native").module
-        engine: _Engine = native.Scanner(rules.to_json())
+        cache = database_cache_dir()
+        engine: _Engine = native.Scanner(rules.to_json(), None if cache is None else str(cache))
+        _warn_degraded(name, rules, engine)
         return engine
     if name == "hyperscan":
         _backend.get_engine("hyperscan")  # a clear BackendError when the package is missing
         from memframe._hyperscan import HyperscanScanner
 
-        return HyperscanScanner(rules)
+        scanner = HyperscanScanner(rules)
+        _warn_degraded(name, rules, scanner)
+        return scanner
     if name == "python":
         from memframe._fallback.scan import PythonScanner
 
         return PythonScanner(rules)
     raise BackendError(f"unknown scanning engine {name!r}")
+
+
+def _warn_degraded(name: str, rules: RuleSet, engine: object) -> None:
+    rejected = [rules.rules[i].id for i, _ in getattr(engine, "rejected", ())]
+    error = getattr(engine, "database_error", None)
+    if not rejected and error is None:
+        return
+    what = (
+        f"no database could be built ({error})"
+        if error is not None
+        else f"{len(rejected)} rule(s) left out of its database: {', '.join(rejected)}"
+    )
+    warnings.warn(
+        f"the {name} scanning engine is degraded: {what}; those rules are confirmed by their "
+        "regex over each whole text (same findings, slower). `memframe scan --explain` shows why.",
+        EngineDegradedWarning,
+        stacklevel=4,
+    )
 
 
 class SecretScanner:
@@ -119,6 +192,20 @@ class SecretScanner:
         self.engine = engine or _backend.BACKEND
         self._impl = _cached_engine(self.engine, self.rules)
         self._labels = [(rule.id, rule.label) for rule in self.rules]
+
+    def status(self) -> EngineStatus:
+        """The engine, its library, and what it left out (see :class:`EngineStatus`)."""
+        impl: Any = self._impl
+        return EngineStatus(
+            engine=self.engine,
+            description=_backend.engine_description(_backend.get_engine(self.engine)),
+            rejected=tuple(
+                (self.rules.rules[i].id, reason) for i, reason in getattr(impl, "rejected", ())
+            ),
+            database_error=getattr(impl, "database_error", None),
+            cache=getattr(impl, "cache", "off"),
+            scan_failures=getattr(impl, "scan_failures", 0),
+        )
 
     def _finding(self, raw: FindingTuple) -> Finding:
         rule_id, label = self._labels[raw[0]]

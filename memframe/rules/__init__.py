@@ -36,17 +36,20 @@ import functools
 import hashlib
 import importlib
 import importlib.resources
+import importlib.util
 import json
 import math
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Any, Final
+
+from memframe.errors import BackendError
 
 __all__ = [
     "DEFAULT_RULES_PATH",
@@ -485,7 +488,8 @@ def load_rules(path: str | Path | None = None) -> RuleSet:
     """Load a rule file (memframe or gitleaks format); ``None`` loads the bundled default rules.
 
     The bundled set is parsed once per process and is not re-checked with Hyperscan (the test suite
-    does that); any other file is, when the ``hyperscan`` module is importable.
+    does that); any other file is, with the native extension's Hyperscan (else the PyPI
+    ``hyperscan`` package) when either is available.
     """
     if path is None:
         return _bundled_rules()
@@ -501,7 +505,8 @@ def _bundled_rules() -> RuleSet:
 def load_rule_file(path: str | Path, *, check_hyperscan: bool | None = None) -> RuleSet:
     """Parse and validate one rule file.
 
-    :param check_hyperscan: also compile each pattern with Hyperscan; ``None`` = when importable.
+    :param check_hyperscan: also compile each pattern with Hyperscan (the native extension's,
+        else the PyPI package's); ``None`` = when either is available.
     :raises RuleError: naming the file, the rule id and the field of the first problem found.
     """
     source = str(path)
@@ -610,10 +615,12 @@ _GITLEAKS_ALLOWLIST: Final = frozenset(
 class _Parser:
     def __init__(self, source: str, check_hyperscan: bool | None) -> None:
         self.source = source
-        self.hyperscan = _hyperscan() if check_hyperscan is not False else None
+        self.hyperscan = _pattern_checker() if check_hyperscan is not False else None
         if check_hyperscan and self.hyperscan is None:
             raise RuleError(
-                "Hyperscan checking was requested but hyperscan is not importable", source=source
+                "Hyperscan checking was requested but neither the native extension nor the "
+                "hyperscan package is available",
+                source=source,
             )
 
     def error(self, message: str, rule_id: str | None = None, key: str | None = None) -> RuleError:
@@ -912,12 +919,9 @@ class _Parser:
         if compiled.search("") is not None:
             raise self.error("the pattern matches the empty string", rid, key)
         if hyperscan and self.hyperscan is not None:
-            hs = self.hyperscan
-            db = hs.Database(mode=hs.HS_MODE_BLOCK)
-            try:
-                db.compile(expressions=[pattern.encode("ascii")], ids=[0], elements=1, flags=[0])
-            except hs.error as exc:
-                raise self.error(f"Hyperscan cannot compile the pattern: {exc}", rid, key) from exc
+            message = self.hyperscan(pattern)
+            if message is not None:
+                raise self.error(f"Hyperscan cannot compile the pattern: {message}", rid, key)
         return compiled
 
     def build(
@@ -968,9 +972,14 @@ class _Parser:
         )
 
 
-@functools.cache
-def _hyperscan() -> ModuleType | None:
-    try:
-        return importlib.import_module("hyperscan")
-    except ImportError:
-        return None
+def _pattern_checker() -> Callable[[str], str | None] | None:
+    """``_backend.pattern_error`` when an engine with Hyperscan is here (the native extension,
+    else the PyPI package), so user rules are validated the same way on every backend."""
+    from memframe import _backend
+
+    if importlib.util.find_spec("hyperscan") is None:
+        try:
+            _backend.get_engine("native")
+        except BackendError:
+            return None
+    return _backend.pattern_error

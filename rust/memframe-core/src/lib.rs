@@ -4,6 +4,8 @@
 //! `memframe/_fallback` holds a pure-Python twin that must return identical results.
 
 pub mod checksum;
+mod dbcache;
+pub mod hs;
 pub mod parallel;
 pub mod scan;
 pub mod tokens;

@@ -27,7 +27,9 @@ fn resolve(threads: Option<usize>) -> usize {
 fn with_threads<R: Send>(threads: Option<usize>, work: impl FnOnce() -> R + Send) -> R {
     let threads = resolve(threads);
     let pool = {
-        let mut pools = pools().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut pools = pools()
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         pools
             .entry(threads)
             .or_insert_with(|| {
@@ -56,5 +58,7 @@ pub fn map_items<T: Sync, R: Send>(
     if resolve(threads) == 1 || items.len() <= 1 {
         return items.iter().map(f).collect();
     }
-    with_threads(threads, || items.par_iter().with_min_len(min_len).map(f).collect())
+    with_threads(threads, || {
+        items.par_iter().with_min_len(min_len).map(f).collect()
+    })
 }

@@ -14,9 +14,14 @@
 
 use std::path::Path;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
-use vectorscan_rs::{BlockDatabase, BlockScanner, Flag, Pattern, Scan};
+
+use crate::dbcache;
+use crate::hs::{self, Database, Expression, Scratch};
 
 /// One rule as the Python rule loader hands it over (JSON).
 #[derive(Debug, Clone, Deserialize)]
@@ -108,27 +113,49 @@ struct Rule {
     keywords: Vec<Vec<u8>>,
     /// false when Vectorscan could not compile the pattern: confirmed by regex alone
     in_database: bool,
-    /// longest possible match in bytes; `None` for unbounded patterns
-    max_len: Option<usize>,
-}
-
-/// Scratch space for one thread's scans; `'static` because the database is leaked on purpose
-/// (one compiled database per rule set per process, never freed).
-type Scratch = BlockScanner<'static>;
-
-thread_local! {
-    /// (database address, scratch) for every database this thread has scanned with.
-    static SCRATCH: std::cell::RefCell<Vec<(usize, Scratch)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    /// what the database holds for this rule and how far back from its reported ends a match
+    /// can start (see `Signal`)
+    signal: Signal,
 }
 
 /// A compiled rule set, safe to share between threads.
 pub struct Scanner {
     rules: Vec<Rule>,
     global: Allow,
-    database: Option<&'static BlockDatabase>,
+    database: Option<Database>,
     /// database pattern id -> rule index
     signals: Vec<usize>,
+    /// scratch spaces not in use: one per thread scanning at once, reused
+    scratches: Mutex<Vec<Scratch>>,
+    report: EngineReport,
+    /// scans whose database pass failed (scratch or scan error) and fell back to regex alone
+    scan_failures: AtomicUsize,
+}
+
+/// How the rule set reached the engine: what Vectorscan/Hyperscan left out and why, and
+/// whether the database came from the on-disk cache. A rule left out is still confirmed, by its
+/// regex over the whole text: right, but slower.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineReport {
+    /// (rule index, the library's message) for every rule the library rejected
+    pub rejected: Vec<(usize, String)>,
+    /// why no database could be built at all (every rule is then confirmed by regex alone)
+    pub database_error: Option<String>,
+    pub cache: CacheOutcome,
+}
+
+/// What the database cache did for this scanner.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// no cache directory was given
+    #[default]
+    Off,
+    /// loaded from the cache
+    Hit,
+    /// compiled and written to the cache
+    Stored,
+    /// compiled; the cache file was missing, unusable (the reason) or could not be written
+    Compiled(String),
 }
 
 fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -139,27 +166,215 @@ fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
-/// A regex pattern (our subset) as Vectorscan wants it: a leading `(?i)` becomes a flag.
-/// `every_end`: report every match end (bounded rules, whose ends locate the confirmation
-/// windows) instead of the first one only.
-fn database_pattern(regex: &str, every_end: bool) -> (Vec<u8>, Flag) {
-    let single = if every_end { Flag::empty() } else { Flag::SINGLEMATCH };
+/// A regex pattern (our subset) as Vectorscan wants it: a leading `(?i)` becomes a flag, added
+/// to `flags` (see `Signal::flags`).
+fn database_pattern(regex: &str, flags: u32) -> (Vec<u8>, u32) {
     match regex.strip_prefix("(?i)") {
-        Some(rest) => (rest.as_bytes().to_vec(), Flag::CASELESS | single),
-        None => (regex.as_bytes().to_vec(), single),
+        Some(rest) => (rest.as_bytes().to_vec(), hs::FLAG_CASELESS | flags),
+        None => (regex.as_bytes().to_vec(), flags),
     }
 }
 
-/// The longest match a pattern can produce, in bytes (`None` when unbounded).
-fn maximum_len(pattern: &str) -> Option<usize> {
+/// Why the engine's library cannot compile a rule's `regex` (as the scanner would give it), or
+/// `None` when it can. Rule files are validated with this.
+pub fn pattern_error(regex: &str) -> Option<String> {
+    let signal = Signal::of(regex);
+    for (pattern, flags) in [
+        (regex, hs::FLAG_SINGLEMATCH),
+        (signal.pattern.as_str(), signal.flags()),
+    ] {
+        let (pattern, flags) = database_pattern(pattern, flags);
+        if let Err(failure) = Database::compile(&[Expression {
+            pattern,
+            flags,
+            id: 0,
+        }]) {
+            return Some(failure.message);
+        }
+    }
+    None
+}
+
+fn properties(pattern: &str) -> Option<regex_syntax::hir::Properties> {
     regex_syntax::ParserBuilder::new()
         .unicode(false)
         .utf8(false)
         .build()
         .parse(pattern)
-        .ok()?
-        .properties()
-        .maximum_len()
+        .ok()
+        .map(|hir| hir.properties().clone())
+}
+
+/// The longest match a pattern can produce, in bytes (`None` when unbounded).
+fn maximum_len(pattern: &str) -> Option<usize> {
+    properties(pattern)?.maximum_len()
+}
+
+/// The shortest match a pattern can produce, in bytes.
+fn minimum_len(pattern: &str) -> Option<usize> {
+    properties(pattern)?.minimum_len()
+}
+
+/// What the database holds for a rule.
+///
+/// A bounded rule (its longest match is `n` bytes) is in the database as it is, reporting every
+/// match end: a match ending at `e` starts at or after `e - n`. A rule that ends in a trailing
+/// unbounded group, `P(?:…+|\z)` with `P` bounded and never empty (the common "then a boundary"
+/// tail), is in the database as `P` alone: every match of the rule begins with a match of `P`
+/// starting where it starts, so its `P`-end `m` bounds its start (`>= m - maxlen(P)`), and no
+/// `P`-match means no match. Both confirm in windows. Any other unbounded rule is in the
+/// database whole, first match only, and confirmed over the whole text. (Start-of-match
+/// reporting would bound those too, but it cost the whole pass 10-18% on the bench corpus.)
+#[derive(Debug, Clone)]
+struct Signal {
+    pattern: String,
+    window: Option<usize>,
+}
+
+impl Signal {
+    fn of(regex: &str) -> Self {
+        if let Some(window) = maximum_len(regex) {
+            return Self {
+                pattern: regex.to_owned(),
+                window: Some(window),
+            };
+        }
+        if let Some(prefix) = bounded_prefix(regex) {
+            if let (Some(window), Some(shortest)) = (maximum_len(&prefix), minimum_len(&prefix)) {
+                if shortest > 0 {
+                    return Self {
+                        pattern: prefix,
+                        window: Some(window),
+                    };
+                }
+            }
+        }
+        Self {
+            pattern: regex.to_owned(),
+            window: None,
+        }
+    }
+
+    /// Every end for windowed signals, the first match only for the others.
+    fn flags(&self) -> u32 {
+        if self.window.is_some() {
+            0
+        } else {
+            hs::FLAG_SINGLEMATCH
+        }
+    }
+}
+
+/// The pattern without its trailing top-level group: `P` of `P(...)` when the regex is a plain
+/// concatenation at the top level (no top-level `|`) ending in a group with no quantifier after
+/// it. A leading `(?i)` stays on `P`. `None` when the pattern has no such shape.
+fn bounded_prefix(regex: &str) -> Option<String> {
+    let bytes = regex.as_bytes();
+    if bytes.last() != Some(&b')') {
+        return None;
+    }
+    let (flag, body) = match regex.strip_prefix("(?i)") {
+        Some(rest) => ("(?i)", rest),
+        None => ("", regex),
+    };
+    let body_bytes = body.as_bytes();
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut last_open = None;
+    let mut index = 0;
+    while index < body_bytes.len() {
+        let byte = body_bytes[index];
+        if byte == b'\\' {
+            index += 2;
+            continue;
+        }
+        if in_class {
+            if byte == b']' {
+                in_class = false;
+            }
+        } else {
+            match byte {
+                b'[' => {
+                    in_class = true;
+                    // a `]` right after `[` or `[^` is a literal
+                    if body_bytes.get(index + 1) == Some(&b'^') {
+                        index += 1;
+                    }
+                    if body_bytes.get(index + 1) == Some(&b']') {
+                        index += 1;
+                    }
+                }
+                b'(' => {
+                    if depth == 0 {
+                        last_open = Some(index);
+                    }
+                    depth += 1;
+                }
+                b')' => depth = depth.checked_sub(1)?,
+                b'|' if depth == 0 => return None,
+                _ => {}
+            }
+        }
+        index += 1;
+    }
+    let open = last_open?;
+    if depth != 0 || open == 0 || in_class {
+        return None;
+    }
+    // the group must be the last element: its `)` is the pattern's last byte
+    let closing = matching_close(body_bytes, open)?;
+    if closing + 1 != body_bytes.len() {
+        return None;
+    }
+    let prefix = format!("{flag}{}", &body[..open]);
+    regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(&prefix)
+        .ok()?;
+    Some(prefix)
+}
+
+/// The index of the `)` closing the group opened at `open`.
+fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_class = false;
+    let mut index = open;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if byte == b'\\' {
+            index += 2;
+            continue;
+        }
+        if in_class {
+            if byte == b']' {
+                in_class = false;
+            }
+        } else {
+            match byte {
+                b'[' => {
+                    in_class = true;
+                    if bytes.get(index + 1) == Some(&b'^') {
+                        index += 1;
+                    }
+                    if bytes.get(index + 1) == Some(&b']') {
+                        index += 1;
+                    }
+                }
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(index);
+                    }
+                }
+                _ => {}
+            }
+        }
+        index += 1;
+    }
+    None
 }
 
 /// What the Vectorscan pass says about one rule for one text.
@@ -168,19 +383,29 @@ enum Candidate {
     Skip,
     /// confirm over the whole text
     Full,
-    /// the pattern's match ends (sorted): confirm only in the windows before them
-    Ends(Vec<usize>),
+    /// (signal end, earliest start of a match whose signal ends there), sorted by end: confirm
+    /// only in the windows they give
+    Ends(Vec<(usize, usize)>),
 }
 
 impl Scanner {
     /// Compile a rule set given as JSON (`{"rules": [...], "allowlist": {...}}`).
     pub fn from_json(json: &str) -> Result<Self, String> {
+        Self::from_json_cached(json, None)
+    }
+
+    /// Like `from_json`, keeping the compiled database in `cache_dir` (see `dbcache`).
+    pub fn from_json_cached(json: &str, cache_dir: Option<&Path>) -> Result<Self, String> {
         let spec: RuleSetSpec =
             serde_json::from_str(json).map_err(|e| format!("invalid rule set JSON: {e}"))?;
-        Self::new(&spec)
+        Self::new_cached(&spec, cache_dir)
     }
 
     pub fn new(spec: &RuleSetSpec) -> Result<Self, String> {
+        Self::new_cached(spec, None)
+    }
+
+    pub fn new_cached(spec: &RuleSetSpec, cache_dir: Option<&Path>) -> Result<Self, String> {
         let mut rules = Vec::with_capacity(spec.rules.len());
         for rule in &spec.rules {
             let regex = build_regex(&rule.regex).map_err(|e| format!("rule {}: {e}", rule.id))?;
@@ -204,7 +429,7 @@ impl Scanner {
                     .map(|k| k.to_ascii_lowercase().into_bytes())
                     .collect(),
                 in_database: false,
-                max_len: maximum_len(&rule.regex),
+                signal: Signal::of(&rule.regex),
             });
         }
         let global = Allow::compile(&spec.allowlist, "global")?;
@@ -213,52 +438,80 @@ impl Scanner {
             global,
             database: None,
             signals: Vec::new(),
+            scratches: Mutex::new(Vec::new()),
+            report: EngineReport::default(),
+            scan_failures: AtomicUsize::new(0),
         };
-        scanner.build_database(spec);
+        scanner.build_database(spec, cache_dir);
         Ok(scanner)
     }
 
-    /// One database with every rule pattern (single-match, no start-of-match): the same work as
-    /// a bare Vectorscan pass. Keywords are checked afterwards, only for rules whose pattern hit.
-    /// A rule whose pattern Vectorscan rejects is left out and confirmed by the regex alone.
-    fn build_database(&mut self, spec: &RuleSetSpec) {
-        let mut patterns = Vec::new();
-        let mut signals = Vec::new();
-        for (index, rule) in spec.rules.iter().enumerate() {
-            let every_end = self.rules[index].max_len.is_some();
-            let (expression, flags) = database_pattern(&rule.regex, every_end);
-            if BlockDatabase::new(vec![Pattern::new(expression.clone(), flags, Some(0))]).is_err() {
-                continue;
+    /// One database with every rule pattern (no start-of-match): the same work as a bare
+    /// Vectorscan pass. Keywords are checked afterwards, only for rules whose pattern hit.
+    /// A rule whose pattern the library rejects is left out (and reported) and confirmed by its
+    /// regex alone; the rest are compiled again without it.
+    fn build_database(&mut self, spec: &RuleSetSpec, cache_dir: Option<&Path>) {
+        let entries: Vec<(usize, Vec<u8>, u32)> = spec
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(index, _)| {
+                let signal = &self.rules[index].signal;
+                let (expression, flags) = database_pattern(&signal.pattern, signal.flags());
+                (index, expression, flags)
+            })
+            .collect();
+        let key = dbcache::key(&entries);
+        let built = match cache_dir {
+            None => None,
+            Some(dir) => match dbcache::load(dir, &key, self.rules.len()) {
+                Ok(cached) => {
+                    self.report.cache = CacheOutcome::Hit;
+                    Some(cached)
+                }
+                Err(why) => {
+                    self.report.cache = CacheOutcome::Compiled(why);
+                    None
+                }
+            },
+        };
+        let built = built.unwrap_or_else(|| {
+            let compiled = compile_entries(entries);
+            if let (Some(dir), Some(database)) = (cache_dir, &compiled.database) {
+                self.report.cache = match dbcache::store(dir, &key, &compiled, database) {
+                    Ok(()) => CacheOutcome::Stored,
+                    Err(why) => CacheOutcome::Compiled(format!("not cached: {why}")),
+                };
             }
-            let id = u32::try_from(signals.len()).unwrap_or(u32::MAX);
-            patterns.push(Pattern::new(expression, flags, Some(id)));
-            signals.push(index);
+            compiled
+        });
+        for &index in &built.signals {
             self.rules[index].in_database = true;
         }
-        if patterns.is_empty() {
-            return;
-        }
-        match BlockDatabase::new(patterns) {
-            Ok(database) => {
-                self.database = Some(Box::leak(Box::new(database)));
-                self.signals = signals;
-            }
-            Err(_) => {
-                for rule in &mut self.rules {
-                    rule.in_database = false;
-                }
-            }
-        }
+        self.report.rejected = built.rejected;
+        self.report.database_error = built.error;
+        self.database = built.database;
+        self.signals = built.signals;
     }
 
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
 
+    /// What the engine left out, and where its database came from.
+    pub fn report(&self) -> &EngineReport {
+        &self.report
+    }
+
+    /// Scans whose database pass failed and were confirmed by the regexes alone.
+    pub fn scan_failures(&self) -> usize {
+        self.scan_failures.load(Ordering::Relaxed)
+    }
+
     /// What to confirm per rule. Near misses (pattern hit, no finding) are common, so the
     /// keyword check comes later, only for rules that produced a finding.
     fn candidates(&self, data: &[u8]) -> Vec<Candidate> {
-        if let Some(database) = self.database {
+        if let Some(database) = &self.database {
             // Block scans take a u32 length; larger inputs are confirmed over the whole text.
             if u32::try_from(data.len()).is_ok() {
                 if let Some(mut ends) = self.pattern_ends(database, data) {
@@ -276,8 +529,13 @@ impl Scanner {
                                 Candidate::Full
                             } else if first == cursor {
                                 Candidate::Skip
-                            } else if rule.max_len.is_some() {
-                                Candidate::Ends(ends[first..cursor].iter().map(|e| e.1).collect())
+                            } else if let Some(window) = rule.signal.window {
+                                let ends = &ends[first..cursor];
+                                Candidate::Ends(
+                                    ends.iter()
+                                        .map(|e| (e.1, e.1.saturating_sub(window)))
+                                        .collect(),
+                                )
                             } else {
                                 Candidate::Full
                             }
@@ -309,7 +567,10 @@ impl Scanner {
             let keywords = &self.rules[index].keywords;
             if !keywords.is_empty() {
                 let text = lowered.get_or_insert_with(|| data.to_ascii_lowercase());
-                if !keywords.iter().any(|k| memchr::memmem::find(text, k).is_some()) {
+                if !keywords
+                    .iter()
+                    .any(|k| memchr::memmem::find(text, k).is_some())
+                {
                     continue;
                 }
             }
@@ -318,35 +579,37 @@ impl Scanner {
         raw
     }
 
-    /// (rule, match end) for every match Vectorscan reports (the first only, for unbounded rules).
-    fn pattern_ends(
-        &self,
-        database: &'static BlockDatabase,
-        data: &[u8],
-    ) -> Option<Vec<(usize, usize)>> {
+    /// (rule, match end, 0) for every match the database reports (the first only, for
+    /// unwindowed rules).
+    fn pattern_ends(&self, database: &Database, data: &[u8]) -> Option<Vec<(usize, usize, usize)>> {
         let mut ends = Vec::new();
         let signals = &self.signals;
-        // Scratch space lives per thread and per database, so parallel scans never contend.
-        let key = std::ptr::from_ref(database) as usize;
-        SCRATCH.with(|cell| {
-            let mut scratches = cell.borrow_mut();
-            let position = match scratches.iter().position(|(k, _)| *k == key) {
-                Some(position) => position,
-                None => {
-                    scratches.push((key, database.create_scanner().ok()?));
-                    scratches.len() - 1
+        // A scratch per concurrent scan, taken from the pool and put back: no contention
+        // beyond one short lock per text.
+        let pooled = self.scratches.lock().ok().and_then(|mut pool| pool.pop());
+        let mut scratch = match pooled {
+            Some(scratch) => scratch,
+            None => match database.scratch() {
+                Ok(scratch) => scratch,
+                Err(_) => {
+                    self.scan_failures.fetch_add(1, Ordering::Relaxed);
+                    return None;
                 }
-            };
-            let scanner = &mut scratches[position].1;
-            scanner
-                .scan(data, |id, _from, to, _flags| {
-                    if let Some(&rule) = signals.get(id as usize) {
-                        ends.push((rule, usize::try_from(to).unwrap_or(usize::MAX)));
-                    }
-                    Scan::Continue
-                })
-                .ok()
-        })?;
+            },
+        };
+        let outcome = database.scan(data, &mut scratch, |id, from, to| {
+            if let Some(&rule) = signals.get(id as usize) {
+                let offset = |o: u64| usize::try_from(o).unwrap_or(usize::MAX);
+                ends.push((rule, offset(to), offset(from)));
+            }
+        });
+        if let Ok(mut pool) = self.scratches.lock() {
+            pool.push(scratch);
+        }
+        if outcome.is_err() {
+            self.scan_failures.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         Some(ends)
     }
 
@@ -361,20 +624,21 @@ impl Scanner {
 
     /// Byte-offset findings of one rule, in match order; `first_only` stops at the first.
     ///
-    /// With `ends` (every end of a match, from Vectorscan) the regex only searches from just
-    /// before the next end: a match ending at `e` starts at or after `e - max_len`, and no match
-    /// starts between the current position and there (it would end before the next end). The
-    /// matches found are exactly the leftmost-first, non-overlapping ones of a full scan.
+    /// With `ends` (every signal end from the database, each with the earliest start of a match
+    /// ending at or after it; see `Signal`) the regex only searches from that start for the next
+    /// end past the current position: a match starting at or after the position ends past it,
+    /// so it cannot start earlier. The matches found are exactly the leftmost-first,
+    /// non-overlapping ones of a full scan, and each byte is searched at most once.
     fn rule_findings(
         &self,
         index: usize,
         data: &[u8],
         first_only: bool,
-        ends: Option<&[usize]>,
+        ends: Option<&[(usize, usize)]>,
         out: &mut Vec<[usize; 5]>,
     ) {
         let rule = &self.rules[index];
-        let (Some(ends), Some(max_len)) = (ends, rule.max_len) else {
+        let Some(ends) = ends else {
             for caps in rule.regex.captures_iter(data) {
                 if self.record(index, &caps, out) && first_only {
                     return;
@@ -385,16 +649,22 @@ impl Scanner {
         let mut position = 0;
         let mut next = 0;
         loop {
-            while next < ends.len() && ends[next] <= position {
+            while next < ends.len() && ends[next].0 <= position {
                 next += 1;
             }
-            let Some(&end) = ends.get(next) else { return };
-            let start = position.max(end.saturating_sub(max_len));
+            let Some(&(_, earliest)) = ends.get(next) else {
+                return;
+            };
+            let start = position.max(earliest);
             let Some(caps) = rule.regex.captures_at(data, start) else {
                 return;
             };
             let Some(whole) = caps.get(0) else { return };
-            position = if whole.end() > whole.start() { whole.end() } else { whole.end() + 1 };
+            position = if whole.end() > whole.start() {
+                whole.end()
+            } else {
+                whole.end() + 1
+            };
             if self.record(index, &caps, out) && first_only {
                 return;
             }
@@ -402,7 +672,12 @@ impl Scanner {
     }
 
     /// Push the finding of one match if it survives the filters; true when pushed.
-    fn record(&self, index: usize, caps: &regex::bytes::Captures<'_>, out: &mut Vec<[usize; 5]>) -> bool {
+    fn record(
+        &self,
+        index: usize,
+        caps: &regex::bytes::Captures<'_>,
+        out: &mut Vec<[usize; 5]>,
+    ) -> bool {
         let rule = &self.rules[index];
         let (Some(whole), Some(secret)) = (caps.get(0), caps.get(rule.secret_group)) else {
             return false;
@@ -410,7 +685,13 @@ impl Scanner {
         if !self.keep(rule, secret.as_bytes()) {
             return false;
         }
-        out.push([whole.start(), index, whole.end(), secret.start(), secret.end()]);
+        out.push([
+            whole.start(),
+            index,
+            whole.end(),
+            secret.start(),
+            secret.end(),
+        ]);
         true
     }
 
@@ -474,6 +755,69 @@ impl Scanner {
     }
 }
 
+/// The outcome of compiling a rule set's patterns: the database, which rules it holds, and
+/// which the library rejected.
+pub(crate) struct Compiled {
+    pub database: Option<Database>,
+    /// database pattern id -> rule index
+    pub signals: Vec<usize>,
+    /// database pattern id -> the flags it was compiled with
+    pub flags: Vec<u32>,
+    pub rejected: Vec<(usize, String)>,
+    pub error: Option<String>,
+}
+
+/// Compile `(rule, pattern, flags)` entries, leaving out each expression the library rejects
+/// (it names one per attempt) until the rest compile.
+fn compile_entries(mut entries: Vec<(usize, Vec<u8>, u32)>) -> Compiled {
+    let mut rejected = Vec::new();
+    loop {
+        if entries.is_empty() {
+            return Compiled {
+                database: None,
+                signals: Vec::new(),
+                flags: Vec::new(),
+                rejected,
+                error: None,
+            };
+        }
+        let expressions: Vec<Expression> = entries
+            .iter()
+            .enumerate()
+            .map(|(id, (_, pattern, flags))| Expression {
+                pattern: pattern.clone(),
+                flags: *flags,
+                id: u32::try_from(id).unwrap_or(u32::MAX),
+            })
+            .collect();
+        match Database::compile(&expressions) {
+            Ok(database) => {
+                return Compiled {
+                    database: Some(database),
+                    signals: entries.iter().map(|e| e.0).collect(),
+                    flags: entries.iter().map(|e| e.2).collect(),
+                    rejected,
+                    error: None,
+                }
+            }
+            Err(failure) => match failure.expression {
+                Some(at) if at < entries.len() => {
+                    rejected.push((entries.remove(at).0, failure.message));
+                }
+                _ => {
+                    return Compiled {
+                        database: None,
+                        signals: Vec::new(),
+                        flags: Vec::new(),
+                        rejected,
+                        error: Some(failure.message),
+                    }
+                }
+            },
+        }
+    }
+}
+
 /// Files up to this size are read into memory; larger ones are memory-mapped.
 const READ_LIMIT: u64 = 8 << 20;
 
@@ -504,10 +848,7 @@ pub fn shannon_entropy(data: &[u8]) -> f64 {
 
 /// Convert sorted `[start, rule, end, secret_start, secret_end]` byte findings to characters.
 fn to_char_findings(data: &[u8], raw: &[[usize; 5]]) -> Vec<Finding> {
-    let mut offsets: Vec<usize> = raw
-        .iter()
-        .flat_map(|f| [f[0], f[2], f[3], f[4]])
-        .collect();
+    let mut offsets: Vec<usize> = raw.iter().flat_map(|f| [f[0], f[2], f[3], f[4]]).collect();
     offsets.sort_unstable();
     offsets.dedup();
     let mut counter = CharCounter::new(data);
@@ -598,7 +939,10 @@ mod tests {
         let found = scanner().find(text.as_bytes());
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].rule, 0);
-        assert_eq!(found[0].secret_start, 6, "é is one character, not two bytes");
+        assert_eq!(
+            found[0].secret_start, 6,
+            "é is one character, not two bytes"
+        );
         assert_eq!(found[0].secret_end, 26);
         assert_eq!(found[1].rule, 1);
         assert_eq!(found[0].line, 1);
@@ -615,10 +959,14 @@ mod tests {
     #[test]
     fn allowlists_and_entropy_filter() {
         let s = scanner();
-        assert!(s.find(b"AKIAEXAMPLEEXAMPLEEX").is_empty(), "global allowlist");
+        assert!(
+            s.find(b"AKIAEXAMPLEEXAMPLEEX").is_empty(),
+            "global allowlist"
+        );
         assert!(s.find(b"token = deadbeef").is_empty(), "rule stopword");
         assert!(
-            s.find(b"ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").is_empty(),
+            s.find(b"ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+                .is_empty(),
             "entropy floor"
         );
     }
@@ -659,6 +1007,53 @@ mod tests {
     }
 
     #[test]
+    fn trailing_unbounded_groups_give_a_bounded_signal() {
+        let tail = r"\b(AIza[A-Za-z0-9_-]{35})(?:[^A-Za-z0-9_-]+|\z)";
+        assert_eq!(
+            bounded_prefix(tail).as_deref(),
+            Some(r"\b(AIza[A-Za-z0-9_-]{35})")
+        );
+        let signal = Signal::of(tail);
+        assert_eq!(signal.window, Some(4 + 35));
+        let caseless = r"(?i)key\s?=\s?([a-z]{8})(?:[^a-z]+|\z)";
+        assert_eq!(
+            bounded_prefix(caseless).as_deref(),
+            Some(r"(?i)key\s?=\s?([a-z]{8})")
+        );
+        // classes and escapes holding brackets and bars do not confuse the split
+        assert_eq!(
+            bounded_prefix(r"x[)|(\]]{3}\((?:y+)").as_deref(),
+            Some(r"x[)|(\]]{3}\(")
+        );
+        // shapes without a plain trailing group: whole pattern, first match only
+        for regex in [r"a|b(c+)", r"(a+)", r"ab(c)+", r"ab(c+)d", r"(x*)(y+)"] {
+            let signal = Signal::of(regex);
+            assert!(
+                signal.window.is_none() || signal.pattern == regex,
+                "{regex}: {signal:?}"
+            );
+        }
+        // a prefix that can be empty bounds nothing
+        assert!(Signal::of(r"a?(?:b+)").window.is_none());
+    }
+
+    #[test]
+    fn prefix_signals_find_what_a_full_scan_finds() {
+        let s = Scanner::from_json(
+            r#"{"rules": [{"id": "t", "regex": "\\b(tok_[a-z0-9]{6})(?:[^a-z0-9]+|\\z)", "keywords": ["tok_"]}]}"#,
+        )
+        .expect("compiles");
+        let text = b"tok_abc123!!! tok_abcdefg tok_zz9zz9, tok_zz9zz9";
+        let found = s.find(text);
+        let full = build_regex(r"\b(tok_[a-z0-9]{6})(?:[^a-z0-9]+|\z)").expect("regex");
+        let expected: Vec<(usize, usize)> =
+            full.find_iter(text).map(|m| (m.start(), m.end())).collect();
+        let got: Vec<(usize, usize)> = found.iter().map(|f| (f.start, f.end)).collect();
+        assert_eq!(got, expected);
+        assert_eq!(got.len(), 3);
+    }
+
+    #[test]
     fn entropy_of_uniform_bytes() {
         assert_eq!(shannon_entropy(b""), 0.0);
         assert_eq!(shannon_entropy(b"aaaa"), 0.0);
@@ -667,13 +1062,15 @@ mod tests {
 
     #[test]
     fn bad_rules_are_reported_with_their_id() {
-        let err = Scanner::from_json(r#"{"rules": [{"id": "broken", "regex": "(", "keywords": []}]}"#)
-            .err()
-            .expect("must fail");
+        let err =
+            Scanner::from_json(r#"{"rules": [{"id": "broken", "regex": "(", "keywords": []}]}"#)
+                .err()
+                .expect("must fail");
         assert!(err.contains("broken"), "{err}");
-        let err = Scanner::from_json(r#"{"rules": [{"id": "nogroup", "regex": "abc", "keywords": []}]}"#)
-            .err()
-            .expect("must fail");
+        let err =
+            Scanner::from_json(r#"{"rules": [{"id": "nogroup", "regex": "abc", "keywords": []}]}"#)
+                .err()
+                .expect("must fail");
         assert!(err.contains("secret group"), "{err}");
     }
 }

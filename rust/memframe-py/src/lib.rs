@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use memframe_core::scan::{Finding, Scanner};
-use memframe_core::{checksum, parallel, tokens};
+use memframe_core::scan::{CacheOutcome, Finding, Scanner};
+use memframe_core::{checksum, hs, parallel, tokens};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -55,9 +55,7 @@ fn batch<T: Send>(
     f: impl Fn(&[u8]) -> T + Sync + Send,
 ) -> PyResult<Vec<T>> {
     let slices = all_bytes(&items)?;
-    Ok(py.detach(|| {
-        parallel::map_items(threads, &slices, 1, |s| f(s))
-    }))
+    Ok(py.detach(|| parallel::map_items(threads, &slices, 1, |s| f(s))))
 }
 
 /// `sha256` of every entry, in parallel with the GIL released.
@@ -107,7 +105,9 @@ fn count_tokens(text: &Bound<'_, PyAny>) -> PyResult<u64> {
         return Ok(tokens::count_tokens(utf8));
     }
     let encoded = string.call_method1("encode", ("utf-8", "surrogatepass"))?;
-    Ok(tokens::count_tokens_bytes(encoded.cast::<PyBytes>()?.as_bytes()))
+    Ok(tokens::count_tokens_bytes(
+        encoded.cast::<PyBytes>()?.as_bytes(),
+    ))
 }
 
 /// `count_tokens` of every entry, in parallel with the GIL released.
@@ -142,9 +142,13 @@ fn count_tokens_many(
             None => as_bytes(text),
         })
         .collect::<PyResult<Vec<&[u8]>>>()?;
-    Ok(py.detach(|| {
-        parallel::map_items(threads, &slices, 1, |s| tokens::count_tokens_bytes(s))
-    }))
+    Ok(py.detach(|| parallel::map_items(threads, &slices, 1, |s| tokens::count_tokens_bytes(s))))
+}
+
+/// Why the linked Hyperscan/Vectorscan cannot compile a rule regex, or None when it can.
+#[pyfunction]
+fn pattern_error(regex: &str) -> Option<String> {
+    memframe_core::scan::pattern_error(regex)
 }
 
 type FindingTuple = (usize, usize, usize, usize, usize, usize);
@@ -161,11 +165,14 @@ struct PyScanner {
 
 #[pymethods]
 impl PyScanner {
+    /// Compile `rules_json`; with `cache_dir`, the compiled database is loaded from / stored in
+    /// that directory (keyed by rule set, library and CPU; see memframe-core's dbcache).
     #[new]
-    fn new(py: Python<'_>, rules_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (rules_json, cache_dir=None))]
+    fn new(py: Python<'_>, rules_json: &str, cache_dir: Option<PathBuf>) -> PyResult<Self> {
         let json = rules_json.to_owned();
         let scanner = py
-            .detach(move || Scanner::from_json(&json))
+            .detach(move || Scanner::from_json_cached(&json, cache_dir.as_deref()))
             .map_err(PyValueError::new_err)?;
         Ok(Self {
             inner: Arc::new(scanner),
@@ -175,6 +182,35 @@ impl PyScanner {
     #[getter]
     fn rule_count(&self) -> usize {
         self.inner.rule_count()
+    }
+
+    /// `(rule index, message)` for each rule the engine left out of its database.
+    #[getter]
+    fn rejected(&self) -> Vec<(usize, String)> {
+        self.inner.report().rejected.clone()
+    }
+
+    /// Why no database could be built at all, or None.
+    #[getter]
+    fn database_error(&self) -> Option<String> {
+        self.inner.report().database_error.clone()
+    }
+
+    /// `"off"`, `"hit"`, `"stored"` or `"compiled: <why the cache was not used>"`.
+    #[getter]
+    fn cache(&self) -> String {
+        match &self.inner.report().cache {
+            CacheOutcome::Off => "off".to_owned(),
+            CacheOutcome::Hit => "hit".to_owned(),
+            CacheOutcome::Stored => "stored".to_owned(),
+            CacheOutcome::Compiled(why) => format!("compiled: {why}"),
+        }
+    }
+
+    /// Scans whose database pass failed (confirmed by the regexes alone instead).
+    #[getter]
+    fn scan_failures(&self) -> usize {
+        self.inner.scan_failures()
     }
 
     /// Every finding as `(rule, start, end, secret_start, secret_end, line)`.
@@ -249,8 +285,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CORE_VERSION", memframe_core::VERSION)?;
     m.add(
         "BUILD_PROFILE",
-        if cfg!(debug_assertions) { "debug" } else { "release" },
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
     )?;
+    m.add("HS_VERSION", hs::version())?;
+    m.add("HS_SOURCE", hs::SOURCE)?;
     m.add_function(wrap_pyfunction!(sha256, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_many, m)?)?;
     m.add_function(wrap_pyfunction!(xxh3_64, m)?)?;
@@ -259,6 +301,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(xxh3_128_many, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens_many, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_error, m)?)?;
     m.add_class::<PyScanner>()?;
     Ok(())
 }
