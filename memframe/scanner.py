@@ -5,8 +5,9 @@
     memframe.scan("aws_access_key_id = AKIA...")      # -> [SecretMatch('aws-access-token', ...)]
     memframe.redact(text)                             # secrets replaced by [REDACTED]
 
-The engine follows ``MEMFRAME_BACKEND`` (``native``: Hyperscan/Vectorscan + Rust regex; ``hyperscan``: the
-PyPI hyperscan package + Python ``re``; ``python``: keyword prefilter + ``re``); all three return
+The engine follows ``MEMFRAME_BACKEND`` (``native``: Hyperscan/Vectorscan + Rust regex;
+``hyperscan``: the PyPI hyperscan package + Python ``re``; ``python``: keyword prefilter +
+``re``); all three return
 identical results. Offsets are characters of the text; bytes are decoded as UTF-8 with every
 invalid byte kept as one character (``surrogateescape``).
 """
@@ -149,15 +150,12 @@ def _make_engine(name: str, rules: RuleSet) -> _Engine:
         native = _backend.get_engine("native").module
         cache = database_cache_dir()
         engine: _Engine = native.Scanner(rules.to_json(), None if cache is None else str(cache))
-        _warn_degraded(name, rules, engine)
         return engine
     if name == "hyperscan":
         _backend.get_engine("hyperscan")  # a clear BackendError when the package is missing
         from memframe._hyperscan import HyperscanScanner
 
-        scanner = HyperscanScanner(rules)
-        _warn_degraded(name, rules, scanner)
-        return scanner
+        return HyperscanScanner(rules)
     if name == "python":
         from memframe._fallback.scan import PythonScanner
 
@@ -179,7 +177,7 @@ def _warn_degraded(name: str, rules: RuleSet, engine: object) -> None:
         f"the {name} scanning engine is degraded: {what}; those rules are confirmed by their "
         "regex over each whole text (same findings, slower). `memframe scan --explain` shows why.",
         EngineDegradedWarning,
-        stacklevel=4,
+        stacklevel=3,
     )
 
 
@@ -191,6 +189,7 @@ class SecretScanner:
         self.rules = rules if rules is not None else load_rules()
         self.engine = engine or _backend.BACKEND
         self._impl = _cached_engine(self.engine, self.rules)
+        _warn_degraded(self.engine, self.rules, self._impl)
         self._labels = [(rule.id, rule.label) for rule in self.rules]
 
     def status(self) -> EngineStatus:

@@ -34,6 +34,7 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(fake_home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(fake_home / ".cache"))
 
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")

@@ -47,7 +47,7 @@ def _version_text() -> str:
         if (_backend.NATIVE_VERSION)
         else ""
     )
-    return f"memframe {__version__} (backend {_backend.BACKEND}{native})"
+    return f"memframe {__version__} (backend {_backend.BACKEND}{native}; {_backend.ENGINE})"
 
 
 class _VersionAction(argparse.Action):

@@ -69,6 +69,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_rule_arguments(parser)
     parser.add_argument(
+        "--version",
+        action=_EngineVersionAction,
+        help="print the scanning engine and its library version, then exit",
+    )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="print how the rules reached the engine (library, rules it left out and why, "
+        "database cache) to stderr; alone, without PATH, only that",
+    )
+    parser.add_argument(
         "--no-ignore", action="store_true", help="do not read .gitignore/.memframeignore files"
     )
     parser.add_argument(
@@ -133,6 +144,44 @@ def _total_bytes(paths: list[str], dbs: list[TeamDbSource]) -> int | None:
     return sum(os.path.getsize(p) for p in paths)
 
 
+class _EngineVersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=kwargs.get("help"))
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from memframe import __version__, _backend
+
+        print(f"memframe scan {__version__}; engine {_backend.ENGINE}")
+        parser.exit()
+
+
+def explain(scanner: SecretScanner) -> str:
+    """The engine report ``--explain`` prints."""
+    status = scanner.status()
+    total = len(scanner.rules.rules)
+    in_database = total - len(status.rejected) if status.database_error is None else 0
+    lines = [
+        f"engine: {status.description}",
+        f"rules: {total}, in the one-pass database: {in_database}",
+        f"database cache: {status.cache}",
+    ]
+    if status.database_error is not None:
+        lines.append(
+            f"degraded: no database ({status.database_error}); every rule is confirmed by its "
+            "regex over each whole text"
+        )
+    for rule, reason in status.rejected:
+        lines.append(
+            f"degraded: rule {rule} left out of the database ({reason}); confirmed by "
+            "its regex over each whole text"
+        )
+    if status.scan_failures:
+        lines.append(f"degraded: {status.scan_failures} database pass(es) failed")
+    if not status.degraded:
+        lines.append("not degraded: every rule is in the database")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from memframe.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, CommandError
     from memframe.scanning import baseline
@@ -141,8 +190,13 @@ def run(args: argparse.Namespace) -> int:
     from memframe.scanning.runner import ScanRunner
     from memframe.scanning.teamdb import TeamDbError
 
+    if args.explain and not args.paths and not args.team_db:
+        print(explain(scanner_from_args(args)), file=sys.stderr)
+        return EXIT_OK
     paths, dbs = _inputs(args)
     scanner = scanner_from_args(args)
+    if args.explain:
+        print(explain(scanner), file=sys.stderr)
     accepted: frozenset[str] = frozenset()
     if args.baseline is not None and args.write_baseline is None:
         try:
@@ -184,6 +238,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         reported = [h for h in hits if baseline.fingerprint(h) not in accepted]
     summary = _summary(stats, reported, len(hits) - len(reported), allowed, seconds)
+    summary["engine"] = scanner.status().as_dict()
     _write_report(args, scanner, reported, summary)
 
     for error in stats.errors:
