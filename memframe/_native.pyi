@@ -67,6 +67,9 @@ class Scanner:
     def scan_many(
         self, texts: list[str | bytes], threads: int | None = None
     ) -> list[list[int]]: ...
+    def database_pass_many(
+        self, texts: list[str | bytes], threads: int | None = None
+    ) -> list[int]: ...
     def find_files(
         self, paths: list[str | PathLike[str]], threads: int | None = None
     ) -> list[tuple[list[_FindingTuple], str | None]]: ...

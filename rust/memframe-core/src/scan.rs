@@ -125,6 +125,8 @@ pub struct Scanner {
     database: Option<Database>,
     /// database pattern id -> rule index
     signals: Vec<usize>,
+    /// rules outside the database (rejected by the library), in rule order
+    outside: Vec<usize>,
     /// scratch spaces not in use: one per thread scanning at once, reused
     scratches: Mutex<Vec<Scratch>>,
     report: EngineReport,
@@ -377,10 +379,8 @@ fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-/// What the Vectorscan pass says about one rule for one text.
+/// What the database pass says about one rule that may match a text.
 enum Candidate {
-    /// the pattern cannot match: nothing to confirm
-    Skip,
     /// confirm over the whole text
     Full,
     /// (signal end, earliest start of a match whose signal ends there), sorted by end: confirm
@@ -438,6 +438,7 @@ impl Scanner {
             global,
             database: None,
             signals: Vec::new(),
+            outside: Vec::new(),
             scratches: Mutex::new(Vec::new()),
             report: EngineReport::default(),
             scan_failures: AtomicUsize::new(0),
@@ -488,6 +489,9 @@ impl Scanner {
         for &index in &built.signals {
             self.rules[index].in_database = true;
         }
+        self.outside = (0..self.rules.len())
+            .filter(|&index| !self.rules[index].in_database)
+            .collect();
         self.report.rejected = built.rejected;
         self.report.database_error = built.error;
         self.database = built.database;
@@ -508,54 +512,70 @@ impl Scanner {
         self.scan_failures.load(Ordering::Relaxed)
     }
 
-    /// What to confirm per rule. Near misses (pattern hit, no finding) are common, so the
-    /// keyword check comes later, only for rules that produced a finding.
-    fn candidates(&self, data: &[u8]) -> Vec<Candidate> {
-        if let Some(database) = &self.database {
-            // Block scans take a u32 length; larger inputs are confirmed over the whole text.
-            if u32::try_from(data.len()).is_ok() {
-                if let Some(mut ends) = self.pattern_ends(database, data) {
-                    ends.sort_unstable();
-                    ends.dedup();
-                    let mut cursor = 0;
-                    return (0..self.rules.len())
-                        .map(|index| {
-                            let first = cursor;
-                            while cursor < ends.len() && ends[cursor].0 == index {
-                                cursor += 1;
-                            }
-                            let rule = &self.rules[index];
-                            if !rule.in_database {
-                                Candidate::Full
-                            } else if first == cursor {
-                                Candidate::Skip
-                            } else if let Some(window) = rule.signal.window {
-                                let ends = &ends[first..cursor];
-                                Candidate::Ends(
-                                    ends.iter()
-                                        .map(|e| (e.1, e.1.saturating_sub(window)))
-                                        .collect(),
-                                )
-                            } else {
-                                Candidate::Full
-                            }
-                        })
-                        .collect();
-                }
-            }
+    /// The rules to confirm, in rule order, with how: rules outside the database always (over
+    /// the whole text), the others only when their pattern hit. Rules that cannot match are
+    /// left out, so a text without reports costs nothing more than the database pass. Near
+    /// misses (pattern hit, no finding) are common, so the keyword check comes later, only for
+    /// rules that produced a finding.
+    fn candidates(&self, data: &[u8]) -> Vec<(usize, Candidate)> {
+        let everything = || {
+            (0..self.rules.len())
+                .map(|i| (i, Candidate::Full))
+                .collect()
+        };
+        let Some(database) = &self.database else {
+            return everything();
+        };
+        // Block scans take a u32 length; larger inputs are confirmed over the whole text.
+        if u32::try_from(data.len()).is_err() {
+            return everything();
         }
-        (0..self.rules.len()).map(|_| Candidate::Full).collect()
+        let Some(mut ends) = self.pattern_ends(database, data) else {
+            return everything();
+        };
+        if ends.is_empty() && self.outside.is_empty() {
+            return Vec::new();
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        let mut out = Vec::new();
+        let mut outside = self.outside.iter().copied().peekable();
+        let mut cursor = 0;
+        while cursor < ends.len() {
+            let index = ends[cursor].0;
+            let first = cursor;
+            while cursor < ends.len() && ends[cursor].0 == index {
+                cursor += 1;
+            }
+            while let Some(before) = outside.next_if(|&o| o < index) {
+                out.push((before, Candidate::Full));
+            }
+            let candidate = match self.rules[index].signal.window {
+                Some(window) => Candidate::Ends(
+                    ends[first..cursor]
+                        .iter()
+                        .map(|e| (e.1, e.1.saturating_sub(window)))
+                        .collect(),
+                ),
+                None => Candidate::Full,
+            };
+            out.push((index, candidate));
+        }
+        out.extend(outside.map(|o| (o, Candidate::Full)));
+        out
     }
 
     /// Findings of every candidate rule whose keyword occurs in the text, as raw byte tuples.
     fn raw_findings(&self, data: &[u8], first_only: bool) -> Vec<[usize; 5]> {
         let candidates = self.candidates(data);
         let mut raw = Vec::new();
+        if candidates.is_empty() {
+            return raw;
+        }
         let mut lowered: Option<Vec<u8>> = None;
         let mut found = Vec::new();
-        for (index, candidate) in candidates.iter().enumerate() {
+        for &(index, ref candidate) in &candidates {
             let ends = match candidate {
-                Candidate::Skip => continue,
                 Candidate::Full => None,
                 Candidate::Ends(ends) => Some(ends.as_slice()),
             };
@@ -721,6 +741,15 @@ impl Scanner {
     /// `scan` over many texts in parallel.
     pub fn scan_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<usize>> {
         crate::parallel::map_items(threads, texts, 8, |t| self.scan(t))
+    }
+
+    /// The database pass alone over many texts (no confirmation): the number of reports per
+    /// text. What the linked engine costs by itself, for the benches.
+    pub fn database_pass_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<usize> {
+        crate::parallel::map_items(threads, texts, 8, |t| match &self.database {
+            Some(database) => self.pattern_ends(database, t).map_or(0, |ends| ends.len()),
+            None => 0,
+        })
     }
 
     /// `find` over files, memory-mapped, in parallel; an unreadable file gives its error text.

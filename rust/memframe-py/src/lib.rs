@@ -257,6 +257,19 @@ impl PyScanner {
         Ok(py.detach(|| scanner.scan_many(&slices, threads)))
     }
 
+    /// The database pass alone (no confirmation): reports per text. For the benches.
+    #[pyo3(signature = (texts, threads=None))]
+    fn database_pass_many(
+        &self,
+        py: Python<'_>,
+        texts: Vec<Bound<'_, PyAny>>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<usize>> {
+        let slices = all_bytes(&texts)?;
+        let scanner = &self.inner;
+        Ok(py.detach(|| scanner.database_pass_many(&slices, threads)))
+    }
+
     /// Per path: `(findings, None)` or `([], error message)`.
     #[pyo3(signature = (paths, threads=None))]
     fn find_files(
