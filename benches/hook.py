@@ -5,9 +5,14 @@ Variants, one subprocess each, measured interleaved (shuffled order per round):
 - ``python -c pass``: the interpreter's own start-up, the floor for any hook written in Python;
 - ``SessionStart``: the installed hook command (``install-hooks``' default: the ``memframe``
   script next to this Python) answering a SessionStart event with the memory prompt of a small
-  memory directory (5 memories);
+  memory directory (50 memories);
 - ``Stop``: the same command flagging work for the background worker (the worker is started by
   the warm-up and lingers, as it does during a real turn);
+- ``PreToolUse team write``: the same command answering a PreToolUse event for a ``Write`` of a
+  clean note (no secret) into the project's team memory directory (``<memory dir>/team/``):
+  the team-memory guard scans the content with the bundled rules and lets the write run. Before
+  timing, the bench checks that this path really is scanned (the same write with a secret is
+  refused) and that the clean write is answered without a message;
 - ``UserPromptSubmit``: the first prompt of a new session (a fresh session id per run): the
   memory prompt plus the memories relevant to the prompt, ranked with BM25 over the 50 — the
   costliest prompt (later ones skip the memory prompt); informational, no floor;
@@ -15,10 +20,13 @@ Variants, one subprocess each, measured interleaved (shuffled order per round):
   (``PYTHONPYCACHEPREFIX`` in a temporary directory, filled by the warm-up), as in a package
   installed by pip (informational, no floor).
 
-The first three run in this environment as it is: with ``PYTHONDONTWRITEBYTECODE=1`` (as in
+All but the last run in this environment as it is: with ``PYTHONDONTWRITEBYTECODE=1`` (as in
 some sandboxes and containers) and a source checkout, memframe's modules are compiled on every
-run, the slowest case. Floor (the issue's): the median of SessionStart and of Stop is at most
-150 ms.
+run, the slowest case. Floors, over the median of ``python -c pass`` measured in the same run
+(what the interpreter costs on this machine is not the hook's to save): the median of
+SessionStart and of Stop is at most 100 ms over it (``BUDGET_OVER_PASS_MS``), the median of
+PreToolUse team write at most 150 ms over it (``BUDGET_TEAM_WRITE_OVER_PASS_MS``: it also loads
+the scanner and its rules). Each checked row records its ``budget_over_pass_ms``.
 """
 
 from __future__ import annotations
@@ -35,16 +43,39 @@ import tempfile
 import time
 from pathlib import Path
 
-from benches.harness import BenchResult, ratio
+from benches.harness import BenchResult, Metric, ratio
 
 NAME = "hook"
-BUDGET_MS = 150.0
+BUDGET_OVER_PASS_MS = 100.0  # SessionStart, Stop: median minus the median of `python -c pass`
+BUDGET_TEAM_WRITE_OVER_PASS_MS = 150.0  # PreToolUse team write (loads the scanner and rules)
 PASS_ROW = "python -c pass"
 START_ROW = "SessionStart"
 STOP_ROW = "Stop"
+TEAM_WRITE_ROW = "PreToolUse team write"
 PROMPT_ROW = "UserPromptSubmit"
 CACHED_ROW = "SessionStart, bytecode cached"
-CHECKED_ROWS = (START_ROW, STOP_ROW)
+# checked row -> its budget in ms over the median of PASS_ROW in the same run
+BUDGETS_OVER_PASS: dict[str, float] = {
+    START_ROW: BUDGET_OVER_PASS_MS,
+    STOP_ROW: BUDGET_OVER_PASS_MS,
+    TEAM_WRITE_ROW: BUDGET_TEAM_WRITE_OVER_PASS_MS,
+}
+CHECKED_ROWS = tuple(BUDGETS_OVER_PASS)
+TEAM_NOTE = "deploy-checklist.md"  # the file the team write targets, in <memory dir>/team/
+TEAM_NOTE_TEXT = """---
+name: Deploy checklist
+description: what to check before and after a production deploy
+type: project
+---
+
+# Deploy checklist
+
+- Announce the deploy in the release channel and wait for the green build on main.
+- Run the database migrations on staging first; compare the row counts before and after.
+- Roll out to one region, watch the error rate for ten minutes, then roll out everywhere.
+- If the error rate doubles, roll back with the previous release tag and open an incident.
+- After the deploy, close the release milestone and move the open issues to the next one.
+"""
 MEMORIES = 50
 TOPICS = ("deploys", "database", "staging", "tests", "release", "billing", "auth", "cache")
 SESSION = "bench-hook-session"
@@ -107,7 +138,30 @@ def _setup(root: Path) -> tuple[Path, Path]:
     return project, transcript
 
 
-def _payload(event: str, project: Path, transcript: Path, session: str = SESSION) -> bytes:
+def _team_dir(project: Path, env: dict[str, str]) -> Path:
+    """The project's team memory directory as the hook process finds it (its environment, its
+    configuration; ``memframe.hook.adapter._pre_tool_use``), created as a team member has it."""
+    from memframe.config import load_config
+    from memframe.memdir.files import TEAM_DIR
+    from memframe.memdir.location import locate_for
+
+    location = locate_for(project.resolve(), load_config(env=env), env=env)
+    team = location.path / TEAM_DIR
+    team.mkdir(parents=True, exist_ok=True)
+    return team
+
+
+def _fake_aws_key_id() -> str:
+    """A format-valid, made-up AWS access key id (``aws-access-token``), seeded."""
+    rng = random.Random(0x5EC)
+    return "AKIA" + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") for _ in range(16))
+
+
+def _payload(
+    event: str, project: Path, transcript: Path, session: str = SESSION, **extra: object
+) -> bytes:
+    """The event as Claude Code writes it to the hook's stdin; ``extra`` adds fields
+    (``tool_name`` and ``tool_input`` for PreToolUse)."""
     data: dict[str, object] = {
         "session_id": session,
         "transcript_path": str(transcript),
@@ -121,7 +175,46 @@ def _payload(event: str, project: Path, transcript: Path, session: str = SESSION
         data["stop_hook_active"] = False
     if event == "UserPromptSubmit":
         data["prompt"] = "Why do the staging deploys fail since the database release?"
+    data.update(extra)
     return json.dumps(data).encode()
+
+
+def _team_write(project: Path, transcript: Path, team: Path, content: str) -> bytes:
+    """PreToolUse for a ``Write`` of ``content`` into ``team/``, as Claude Code sends it."""
+    return _payload(
+        "PreToolUse",
+        project,
+        transcript,
+        tool_name="Write",
+        tool_input={"file_path": str(team / TEAM_NOTE), "content": content},
+        tool_use_id="toolu_bench_team_write",
+    )
+
+
+def _check_guard(
+    argv: list[str], clean: bytes, secret: bytes, env: dict[str, str], cwd: Path
+) -> None:
+    """The team write must reach the scanner: the same write with a secret is refused (exit 2),
+    and the clean one passes with exit 0 and nothing on stdout (not the "could not check"
+    message of a scan that failed)."""
+    refused = subprocess.run(
+        argv, input=secret, capture_output=True, env=env, cwd=cwd, timeout=60, check=False
+    )
+    if refused.returncode != 2 or b"memframe: refused" not in refused.stderr:
+        raise RuntimeError(
+            f"{TEAM_WRITE_ROW}: a secret written into team memory was not refused (exit "
+            f"{refused.returncode}, stdout {refused.stdout[-300:]!r}, stderr "
+            f"{refused.stderr[-300:]!r}): the write does not reach the scanner, nothing to time"
+        )
+    allowed = subprocess.run(
+        argv, input=clean, capture_output=True, env=env, cwd=cwd, timeout=60, check=False
+    )
+    if allowed.returncode != 0 or allowed.stdout.strip():
+        raise RuntimeError(
+            f"{TEAM_WRITE_ROW}: the clean write was not let through without a message (exit "
+            f"{allowed.returncode}, stdout {allowed.stdout[-300:]!r}, stderr "
+            f"{allowed.stderr[-300:]!r})"
+        )
 
 
 def _timed(argv: list[str], payload: bytes | None, env: dict[str, str], cwd: Path) -> float:
@@ -180,6 +273,7 @@ def run(quick: bool) -> BenchResult:
         PASS_ROW: [],
         START_ROW: [],
         STOP_ROW: [],
+        TEAM_WRITE_ROW: [],
         PROMPT_ROW: [],
         CACHED_ROW: [],
     }
@@ -190,6 +284,10 @@ def run(quick: bool) -> BenchResult:
         cached_env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         cached_env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
         start, stop = (_payload(e, project, transcript) for e in ("SessionStart", "Stop"))
+        team = _team_dir(project, env)
+        team_write = _team_write(project, transcript, team, TEAM_NOTE_TEXT)
+        secret = f"{TEAM_NOTE_TEXT}- The CI uploader's access key id is {_fake_aws_key_id()}.\n"
+        _check_guard(argv, team_write, _team_write(project, transcript, team, secret), env, project)
         prompts = (
             _payload("UserPromptSubmit", project, transcript, f"{SESSION}-prompt-{n}")
             for n in itertools.count()
@@ -198,6 +296,7 @@ def run(quick: bool) -> BenchResult:
             PASS_ROW: lambda: _timed([sys.executable, "-c", "pass"], None, env, project),
             START_ROW: lambda: _timed(argv, start, env, project),
             STOP_ROW: lambda: _timed(argv, stop, env, project),
+            TEAM_WRITE_ROW: lambda: _timed(argv, team_write, env, project),
             PROMPT_ROW: lambda: _timed(argv, next(prompts), env, project),
             CACHED_ROW: lambda: _timed(argv, start, cached_env, project),
         }
@@ -226,8 +325,8 @@ def run(quick: bool) -> BenchResult:
             "x_pass": ratio(median, floor_ms),
             "over_pass_ms": round(median - floor_ms, 1),
         }
-        if name in CHECKED_ROWS:
-            row["budget_ms"] = BUDGET_MS
+        if name in BUDGETS_OVER_PASS:
+            row["budget_over_pass_ms"] = BUDGETS_OVER_PASS[name]
         result.add(name, **row)
     result.details = {name: [round(v, 2) for v in values] for name, values in samples.items()}
     result.notes.extend(
@@ -236,19 +335,33 @@ def run(quick: bool) -> BenchResult:
             "PYTHONDONTWRITEBYTECODE is "
             + ("set: memframe's modules compile on every run" if writes_off else "not set")
             + f"; '{CACHED_ROW}' reads every module's bytecode from a warm cache",
-            f"floor: median of {' and '.join(CHECKED_ROWS)} <= {BUDGET_MS:.0f} ms",
+            f"floors, over the median of '{PASS_ROW}' ({floor_ms:.1f} ms in this run): "
+            + "; ".join(f"{name} <= +{budget:g} ms" for name, budget in BUDGETS_OVER_PASS.items()),
         ]
     )
     return result
 
 
+def _ms(row: dict[str, Metric] | None) -> float | None:
+    value = row.get("median_ms") if row is not None else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def check(result: BenchResult) -> list[str]:
-    """The hook's start-up budget (the Claude Code adapter issue)."""
+    """The hook's start-up budgets (the Claude Code adapter issue), each over the median of
+    ``python -c pass`` in the same run; a row (or the pass row) not measured is skipped."""
+    pass_ms = _ms(result.rows.get(PASS_ROW))
+    if pass_ms is None:
+        return []
     violations = []
-    for name in CHECKED_ROWS:
-        row = result.rows.get(name)
-        if row is not None and float(row["median_ms"] or 0) > BUDGET_MS:
+    for name, budget in BUDGETS_OVER_PASS.items():
+        median = _ms(result.rows.get(name))
+        if median is None:
+            continue
+        over = median - pass_ms
+        if over > budget:
             violations.append(
-                f"hook: {name} takes {row['median_ms']} ms (median), over {BUDGET_MS:.0f} ms"
+                f"hook: {name} takes {median:.1f} ms (median), {over:.1f} ms over "
+                f"'{PASS_ROW}' ({pass_ms:.1f} ms): budget {budget:g} ms over it"
             )
     return violations

@@ -1,0 +1,298 @@
+"""The benches' own logic: machine facts parsed from ``/proc/cpuinfo`` and the hook's floors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from memframe import _backend
+
+machine = pytest.importorskip("benches.machine", reason="the benches package is not here")
+hook = pytest.importorskip("benches.hook", reason="the benches package is not here")
+harness = pytest.importorskip("benches.harness", reason="the benches package is not here")
+
+AMD_FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr "
+    "sse sse2 ht syscall nx mmxext fxsr_opt pdpe1gb rdtscp lm constant_tsc rep_good nopl "
+    "xtopology nonstop_tsc cpuid extd_apicid tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid "
+    "sse4_1 sse4_2 x2apic movbe popcnt aes xsave avx f16c rdrand hypervisor lahf_lm cmp_legacy "
+    "cr8_legacy abm sse4a misalignsse 3dnowprefetch osvw topoext invpcid_single ssbd ibrs ibpb "
+    "stibp vmmcall fsgsbase tsc_adjust bmi1 avx2 smep bmi2 erms invpcid rdseed adx smap "
+    "clflushopt clwb sha_ni xsaveopt xsavec xgetbv1 clzero xsaveerptr arat npt nrip_save umip "
+    "vaes vpclmulqdq rdpid fsrm"
+)
+INTEL_FLAGS = (
+    "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush mmx fxsr "
+    "sse sse2 ss ht syscall nx pdpe1gb rdtscp lm constant_tsc rep_good nopl xtopology nonstop_tsc "
+    "cpuid aperfmperf tsc_known_freq pni pclmulqdq ssse3 fma cx16 pcid sse4_1 sse4_2 x2apic movbe "
+    "popcnt tsc_deadline_timer aes xsave avx f16c rdrand hypervisor lahf_lm abm 3dnowprefetch "
+    "invpcid_single pti fsgsbase tsc_adjust bmi1 hle avx2 smep bmi2 erms invpcid rtm mpx avx512f "
+    "avx512dq rdseed adx smap clflushopt clwb avx512cd avx512bw avx512vl xsaveopt xsavec xgetbv1 "
+    "xsaves ida arat pku ospke"
+)
+
+
+def _entry(n: int, vendor: str, family: int, model: int, name: str, flags: str) -> str:
+    return (
+        f"processor\t: {n}\n"
+        f"vendor_id\t: {vendor}\n"
+        f"cpu family\t: {family}\n"
+        f"model\t\t: {model}\n"
+        f"model name\t: {name}\n"
+        "stepping\t: 1\n"
+        "microcode\t: 0xffffffff\n"
+        "cpu MHz\t\t: 2450.000\n"
+        "cache size\t: 512 KB\n"
+        f"flags\t\t: {flags}\n"
+        "bogomips\t: 4900.00\n"
+        "power management:\n"
+        "\n"
+    )
+
+
+def _write_cpuinfo(
+    tmp_path: Path, vendor: str, family: int, model: int, name: str, flags: str
+) -> Path:
+    path = tmp_path / "cpuinfo"
+    path.write_text("".join(_entry(n, vendor, family, model, name, flags) for n in range(2)))
+    return path
+
+
+@pytest.fixture
+def amd_cpuinfo(tmp_path: Path) -> Path:
+    return _write_cpuinfo(
+        tmp_path, "AuthenticAMD", 25, 1, "AMD EPYC 7B13 64-Core Processor", AMD_FLAGS
+    )
+
+
+@pytest.fixture
+def intel_cpuinfo(tmp_path: Path) -> Path:
+    name = "Intel(R) Xeon(R) Platinum 8175M CPU @ 2.50GHz"
+    return _write_cpuinfo(tmp_path, "GenuineIntel", 6, 85, name, INTEL_FLAGS)
+
+
+# -- machine facts -------------------------------------------------------------------------------
+
+
+def test_cpuinfo_of_an_amd_epyc(amd_cpuinfo: Path) -> None:
+    cpu = machine._cpuinfo(amd_cpuinfo)
+    assert cpu.model_name == "AMD EPYC 7B13 64-Core Processor"
+    assert cpu.vendor == "AuthenticAMD"
+    assert cpu.family == 25
+    assert cpu.model == 1
+    assert cpu.label == "AMD EPYC 7B13 64-Core Processor (family 25, AuthenticAMD)"
+    assert machine.cpu_flags(cpu.flags) == {
+        "sha_ni": True,
+        "avx2": True,
+        "bmi2": True,
+        "popcnt": True,
+        "avx512f": False,
+        "avx512vbmi": False,
+    }
+
+
+def test_cpuinfo_of_an_intel_xeon(intel_cpuinfo: Path) -> None:
+    cpu = machine._cpuinfo(intel_cpuinfo)
+    assert cpu.model_name == "Intel(R) Xeon(R) Platinum 8175M CPU @ 2.50GHz"
+    assert cpu.vendor == "GenuineIntel"
+    assert (cpu.family, cpu.model) == (6, 85)
+    # trade marks dropped, whitespace collapsed
+    assert cpu.label == "Intel Xeon Platinum 8175M CPU @ 2.50GHz (family 6, GenuineIntel)"
+    assert machine.cpu_flags(cpu.flags) == {
+        "sha_ni": False,
+        "avx2": True,
+        "bmi2": True,
+        "popcnt": True,
+        "avx512f": True,
+        "avx512vbmi": False,
+    }
+
+
+def test_cpuinfo_unreadable_or_partial(tmp_path: Path) -> None:
+    missing = machine._cpuinfo(tmp_path / "nope")
+    assert missing == machine.CpuInfo()
+    assert missing.label is None
+    assert set(machine.cpu_flags(missing.flags).values()) == {None}
+
+    partial = tmp_path / "partial"
+    partial.write_text("processor\t: 0\nvendor_id\t: HygonGenuine\ncpu family\t: x\n\n")
+    cpu = machine._cpuinfo(partial)
+    assert (cpu.vendor, cpu.family, cpu.model, cpu.model_name, cpu.flags) == (
+        "HygonGenuine",
+        None,
+        None,
+        None,
+        None,
+    )
+    assert cpu.label == "(HygonGenuine)"
+    assert machine.CpuInfo(model_name="Neoverse-N1").label == "Neoverse-N1"
+
+
+def test_collect_records_the_cpu_and_the_scan_engine(
+    amd_cpuinfo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(machine, "CPUINFO", amd_cpuinfo)
+    monkeypatch.setattr(_backend, "ENGINE", "hyperscan 5.4.0 (system, static)", raising=False)
+    facts = machine.collect()
+    assert facts["cpu_model"] == "AMD EPYC 7B13 64-Core Processor"
+    assert facts["cpu_vendor"] == "AuthenticAMD"
+    assert facts["cpu_family"] == 25
+    assert facts["cpu_model_number"] == 1
+    assert facts["cpu_label"] == "AMD EPYC 7B13 64-Core Processor (family 25, AuthenticAMD)"
+    assert list(facts["cpu_flags"]) == list(machine.CPU_FLAGS)
+    assert facts["cpu_flags"]["avx2"] is True and facts["cpu_flags"]["avx512vbmi"] is False
+    assert facts["scan_engine"] == "hyperscan 5.4.0 (system, static)"
+    json.dumps(facts)  # stored in the results file as is
+
+    monkeypatch.delattr(_backend, "ENGINE")
+    assert machine.collect()["scan_engine"] is None
+
+
+def test_scan_engine_is_read_defensively() -> None:
+    assert machine._scan_engine(SimpleNamespace()) is None
+    assert machine._scan_engine(SimpleNamespace(ENGINE=None)) is None
+    assert machine._scan_engine(SimpleNamespace(ENGINE="python")) == "python"
+
+
+def _facts(**overrides: Any) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "python": "3.11.7",
+        "python_implementation": "CPython",
+        "platform": "Linux-6.1-x86_64",
+        "memframe": "0.1.0",
+        "backend": "native",
+        "native_version": "0.1.0",
+        "native_build_profile": "release",
+        "scan_engine": "hyperscan 5.4.0 (system, static)",
+        "pluggy": "1.5.0",
+        "cpu_model": "AMD EPYC 7B13 64-Core Processor",
+        "cpu_label": "AMD EPYC 7B13 64-Core Processor (family 25, AuthenticAMD)",
+        "cpu_model_number": 1,
+        "cpu_count": 8,
+        "usable_cpus": 4,
+        "cpu_flags": {"sha_ni": True, "avx2": True, "bmi2": True, "popcnt": True,
+                      "avx512f": False, "avx512vbmi": None},
+    }  # fmt: skip
+    facts.update(overrides)
+    return facts
+
+
+def test_describe_prints_cpu_family_flags_and_engine() -> None:
+    lines = machine.describe(_facts())
+    memframe_line = next(line for line in lines if line.startswith("memframe "))
+    assert memframe_line.endswith("engine=hyperscan 5.4.0 (system, static)")
+    cpu_line = next(line for line in lines if line.startswith("cpu  "))
+    assert "AMD EPYC 7B13 64-Core Processor (family 25, AuthenticAMD)" in cpu_line
+    assert "model=1" in cpu_line and "cpus=8 (usable 4)" in cpu_line
+    flags_line = next(line for line in lines if line.startswith("cpu flags "))
+    assert flags_line == (
+        "cpu flags sha_ni=yes, avx2=yes, bmi2=yes, popcnt=yes, avx512f=no, avx512vbmi=?"
+    )
+
+    bare = machine.describe(_facts(scan_engine=None, cpu_label=None, cpu_model_number=None))
+    assert next(line for line in bare if line.startswith("memframe ")).endswith("engine=-")
+    cpu_line = next(line for line in bare if line.startswith("cpu  "))
+    assert "AMD EPYC 7B13 64-Core Processor  model=?" in cpu_line
+
+
+# -- the hook bench's floors ---------------------------------------------------------------------
+
+
+def _hook_result(pass_ms: float | None, **medians: float) -> Any:
+    result = harness.BenchResult(hook.NAME)
+    if pass_ms is not None:
+        result.add(hook.PASS_ROW, median_ms=pass_ms)
+    rows = {"start": hook.START_ROW, "stop": hook.STOP_ROW, "team": hook.TEAM_WRITE_ROW}
+    for key, median in medians.items():
+        result.add(rows[key], median_ms=median)
+    return result
+
+
+def test_hook_budgets() -> None:
+    assert hook.BUDGET_OVER_PASS_MS == 100.0
+    assert hook.BUDGET_TEAM_WRITE_OVER_PASS_MS == 150.0
+    assert hook.BUDGETS_OVER_PASS == {
+        "SessionStart": 100.0,
+        "Stop": 100.0,
+        "PreToolUse team write": 150.0,
+    }
+    assert hook.CHECKED_ROWS == ("SessionStart", "Stop", "PreToolUse team write")
+
+
+def test_hook_check_passes_within_budget_of_pass() -> None:
+    assert hook.check(_hook_result(12.0, start=112.0, stop=60.0, team=162.0)) == []
+    # what counts is the margin over the interpreter of the same run, not the absolute time
+    assert hook.check(_hook_result(80.0, start=175.0, stop=179.9, team=229.5)) == []
+
+
+def test_hook_check_fails_over_budget_with_both_figures() -> None:
+    violations = hook.check(_hook_result(12.0, start=112.5, stop=60.0, team=162.4))
+    assert violations == [
+        "hook: SessionStart takes 112.5 ms (median), 100.5 ms over 'python -c pass' (12.0 ms): "
+        "budget 100 ms over it",
+        "hook: PreToolUse team write takes 162.4 ms (median), 150.4 ms over 'python -c pass' "
+        "(12.0 ms): budget 150 ms over it",
+    ]
+    # a Stop under the team write's larger budget still breaks its own
+    (stop,) = hook.check(_hook_result(10.0, stop=130.0))
+    assert stop.startswith("hook: Stop takes 130.0 ms") and "budget 100 ms" in stop
+
+
+def test_hook_check_skips_what_was_not_measured() -> None:
+    assert hook.check(_hook_result(None, start=500.0, stop=500.0, team=500.0)) == []
+    assert hook.check(_hook_result(12.0)) == []
+    assert len(hook.check(_hook_result(12.0, team=500.0))) == 1
+
+
+# -- the hook bench's team write: an event the guard scans ---------------------------------------
+
+
+def test_team_write_event_reaches_the_scanner_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memframe.config import load_config
+    from memframe.hook.guard import inside, target_path, written_text
+    from memframe.hook.memory import memory_location
+    from memframe.hook.protocol import parse_input
+
+    project = tmp_path / "project"
+    project.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    env = hook._environment(tmp_path)
+    team = hook._team_dir(project, env)
+    assert team.is_dir() and team.name == "team"
+
+    # the directory the hook itself guards, with the hook's environment
+    for name in ("HOME", "MEMFRAME_HOME", "MEMFRAME_CONFIG_DIR", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.setenv(name, env[name])
+    assert team == memory_location(project, load_config()).path / "team"
+
+    raw = hook._team_write(project, transcript, team, hook.TEAM_NOTE_TEXT)
+    data = json.loads(raw)
+    assert {
+        "session_id",
+        "transcript_path",
+        "cwd",
+        "hook_event_name",
+        "tool_name",
+        "tool_input",
+    } <= set(data)
+    event = parse_input(raw)
+    assert event.event == "PreToolUse" and event.tool_name == "Write"
+    assert event.session_id == hook.SESSION and event.cwd == str(project)
+    assert event.transcript_path == str(transcript)
+    target = target_path(event.tool_input, project)
+    assert target is not None and inside(target, team)
+    assert written_text("Write", event.tool_input) == [hook.TEAM_NOTE_TEXT]
+
+
+def test_fake_key_has_the_aws_access_key_format() -> None:
+    key = hook._fake_aws_key_id()
+    assert re.fullmatch(r"AKIA[A-Z2-7]{16}", key)
+    assert not key.endswith("EXAMPLE")  # the rule's allowlist
+    assert key == hook._fake_aws_key_id()  # seeded
