@@ -7,11 +7,11 @@ quoted in the closing notes (each test 20,000 examples).
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memframe import _backend
-from memframe.rules import load_rules
+from memframe.rules import Rule, RuleSet, load_rules
 from memframe.scanner import SecretScanner
 from tests.native.vectors import positives
 
@@ -105,3 +105,61 @@ def test_large_input_with_planted_secrets():
     text = "".join(parts)
     assert_engines_agree(text)
     assert len(SCANNERS[0].find(text)) > 30
+
+
+# Rules whose database signal is a bounded prefix before a trailing unbounded group, a bounded
+# rule and one with no bounded prefix (confirmed over the whole text), over texts dense with
+# their near misses: the confirmation windows must find exactly what a whole-text search finds.
+WINDOW_RULES = RuleSet(
+    rules=(
+        Rule(
+            id="tail",
+            label="tail",
+            regex=r"\b(tok_[a-z0-9]{6})(?:[^a-z0-9]+|\z)",
+            keywords=("tok_",),
+        ),
+        Rule(
+            id="caseless-tail",
+            label="caseless tail",
+            regex=r"(?i)\bkey[ =:]{1,3}([a-z0-9]{4,8})(?:[^a-z0-9=]+|\z)",
+            keywords=("key",),
+        ),
+        Rule(id="bounded", label="bounded", regex=r"\b(ab[0-9]{2,4})\b", keywords=("ab",)),
+        Rule(
+            id="unbounded",
+            label="unbounded",
+            regex=r"(?i)pw[ \t]*=[ \t]*([a-z0-9]{5})(?:[^a-z0-9]+|\z)",
+            keywords=("pw",),
+        ),
+    )
+)
+WINDOW_SCANNERS = [SecretScanner(WINDOW_RULES, engine=name) for name in ENGINES]
+WINDOW_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(["tok_", "key", "KEY=", "key: ", "ab", "pw", "PW =", " ", "\t", "=", "_"]),
+        st.text(st.sampled_from("abz0189_- =\n"), max_size=12),
+    ),
+    max_size=30,
+).map("".join)
+
+
+@given(WINDOW_TEXTS)
+@example("tok_abc123!! tok_abc1234 tok_zz9zz9 KEY=ab12cd, pw = a1b2c ab123 ab12345")
+def test_confirmation_windows_find_what_a_full_search_finds(text):
+    expected = WINDOW_SCANNERS[-1].find(text)  # the python engine searches every whole text
+    for scanner in WINDOW_SCANNERS[:-1]:
+        assert scanner.find(text) == expected, (scanner.engine, text)
+        assert scanner.scan(text) == WINDOW_SCANNERS[-1].scan(text), (scanner.engine, text)
+
+
+def test_window_rules_find_each_shape():
+    text = "tok_abc123!! tok_abc1234 KEY=ab12cd, pw = a1b2c ab123 ab12345"
+    found = [
+        (f.rule_id, text[f.secret_start : f.secret_end]) for f in WINDOW_SCANNERS[0].find(text)
+    ]
+    assert found == [
+        ("tail", "tok_abc123"),
+        ("caseless-tail", "ab12cd"),
+        ("unbounded", "a1b2c"),
+        ("bounded", "ab123"),
+    ]
