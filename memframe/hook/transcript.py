@@ -14,7 +14,11 @@ Claude Code reader's own record parsing, and messages become the same events
   also gives a ``FileReadEvent``;
 - a compaction boundary gives a ``CompactEvent``;
 - a rewind (a record whose parent is an earlier record, not the last one) gives a
-  :class:`RewindEvent`: the messages of the abandoned branch leave the history;
+  :class:`RewindEvent`: the messages of the abandoned branch leave the history; a record of
+  tool results is never one (Claude Code 2.x parents each result to its call, so the results
+  of parallel calls point back past the last record);
+- a transcript path that is not a regular file (a FIFO, a device, a directory) is refused at
+  once, without blocking;
 - a record seen before (same ``uuid``) is skipped, so a transcript that was replaced or
   truncated is read again from its start without repeating what was already dispatched.
 
@@ -48,8 +52,14 @@ from memframe.hook.records import (
     encode_tool_use,
 )
 from memframe.messages import Message, MessageError, ToolUseBlock
-from memframe.transcripts._jsonl import ReadStats
-from memframe.transcripts.claude_code import MESSAGE_TYPES, _boundary, _continues, _message
+from memframe.transcripts._jsonl import ReadStats, TranscriptError, open_binary
+from memframe.transcripts.claude_code import (
+    MESSAGE_TYPES,
+    _boundary,
+    _continues,
+    _message,
+    answers_tool_use,
+)
 
 CHUNK_SIZE = 1024 * 1024
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # as the whole-file reader
@@ -151,8 +161,9 @@ class IncrementalReader:
         empty increment."""
         out = Increment()
         try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed below, after fstat
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+            # a regular file only, opened without blocking (a FIFO would hang the worker)
+            handle = open_binary(path)
+        except TranscriptError as exc:
             out.problems.append(f"cannot open the transcript: {exc}")
             if final:
                 self._release(out)
@@ -254,6 +265,7 @@ class IncrementalReader:
                 and self.last_uuid is not None
                 and parent != self.last_uuid
                 and parent in self.marks
+                and not answers_tool_use(record)  # a result of one of parallel calls
             ):
                 self._rewind(self.marks[parent], out)
             self.last_uuid = uuid

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,18 +57,43 @@ class ReadStats:
         self.problems.append(Problem(line, reason))
 
 
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
 def open_binary(path: str | os.PathLike[str]) -> io.BufferedReader:
-    """Open ``path`` for binary reading, turning OS errors into ``TranscriptError``."""
-    if os.path.isdir(path):
-        raise TranscriptError(f"{os.fspath(path)}: is a directory, not a transcript file")
+    """Open ``path`` for binary reading, turning OS errors into ``TranscriptError``.
+
+    Only a regular file is a transcript: a directory, FIFO, device or socket is refused at once.
+    The open itself never blocks (``O_NONBLOCK``: a FIFO without a writer would otherwise wait
+    forever, holding whatever lock the caller holds)."""
     try:
-        return open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except IsADirectoryError:
+        raise TranscriptError(f"{os.fspath(path)}: is a directory, not a transcript file") from None
     except FileNotFoundError:
         raise TranscriptError(f"{os.fspath(path)}: no such file") from None
     except PermissionError:
         raise TranscriptError(f"{os.fspath(path)}: permission denied") from None
     except OSError as exc:
         raise TranscriptError(f"{os.fspath(path)}: cannot open ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise TranscriptError(f"{os.fspath(path)}: is {_kind(mode)}, not a transcript file")
+        os.set_blocking(fd, True)
+        return open(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _decode(data: bytes | bytearray, *, at_eof: bool) -> dict[str, Any] | str:

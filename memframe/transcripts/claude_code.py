@@ -3,7 +3,9 @@
 Two streaming passes. Pass 1 keeps only the main chain's linkage (``uuid`` → parent) and finds
 the active path: walking back from the last user/assistant/system record, following
 ``logicalParentUuid`` across a compaction; a parent missing from the file continues with the
-previous record in file order. Records off that path are abandoned rewind branches. Pass 2
+previous record in file order. A record of tool results whose parent (the call it answers) is
+on the path is on it too: Claude Code 2.x links each result to its call, so parallel calls
+branch without any rewind. Other records off that path are abandoned rewind branches. Pass 2
 turns the records on the path into messages and compact boundaries, in file order, merging the
 several ``assistant`` records one API response was split into.
 """
@@ -62,6 +64,22 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def answers_tool_use(record: Mapping[str, Any]) -> bool:
+    """Whether a record carries tool results. In Claude Code 2.x such a record's ``parentUuid``
+    is the record of the ``tool_use`` it answers (``sourceToolAssistantUUID`` names it too),
+    not the previous record: with parallel calls the results branch off the chain, and that is
+    not a rewind."""
+    if record.get("type") != "user":
+        return False
+    if isinstance(record.get("sourceToolAssistantUUID"), str):
+        return True
+    body = record.get("message")
+    content = body.get("content") if isinstance(body, Mapping) else None
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "tool_result" for block in content
+    )
+
+
 def _parent_of(record: Mapping[str, Any]) -> str | None:
     return _str(record.get("parentUuid")) or _str(record.get("logicalParentUuid"))
 
@@ -78,6 +96,7 @@ class _Chain:
         self.leaf = -1  # the last user/assistant/system record: where the active path ends
         self.on_path = bytearray()
         self.emitted = bytearray()
+        self.answers = bytearray()  # 1 for records carrying tool results
 
     def scan(self, path: str | os.PathLike[str], max_record_bytes: int) -> None:
         for line_no, record in iter_records(path, max_record_bytes=max_record_bytes):
@@ -88,6 +107,7 @@ class _Chain:
             ordinal = len(self.parents)
             self.index[uuid] = ordinal
             self.lines.append(line_no)
+            self.answers.append(1 if answers_tool_use(record) else 0)
             if record.get("type") in ("user", "assistant", "system"):
                 self.leaf = ordinal
             if parent is None:
@@ -117,6 +137,12 @@ class _Chain:
                 )
                 parent = current - 1
             current = parent
+        # Tool results answer a call on the path though the path does not run through them
+        # (parallel calls): they are part of the conversation, in file order.
+        for ordinal, answers in enumerate(self.answers):
+            parent = self.parents[ordinal]
+            if answers and not self.on_path[ordinal] and parent >= 0 and self.on_path[parent]:
+                self.on_path[ordinal] = 1
 
     def admit(self, record: Mapping[str, Any], stats: ReadStats) -> bool:
         """Whether a main-chain record of pass 2 belongs to the conversation (at most once)."""
