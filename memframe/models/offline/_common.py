@@ -25,6 +25,19 @@ CORRECTION = re.compile(
     re.IGNORECASE,
 )
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
+# Text the host writes into the user's turn that the user did not type: other hooks' feedback
+# ("Stop hook feedback:", "PreToolUse:Bash hook blocking error"), background task
+# notifications, the summary that opens a compacted conversation, interruption markers.
+NOT_THE_USER = re.compile(
+    r"^\s*(?:\w+(?::\w+)?\s+hook\s+(?:feedback|blocking error|error|success)\b"
+    r"|<task-notification>"
+    r"|<user-prompt-submit-hook>"
+    r"|This session is being continued from a previous conversation"
+    r"|\[Request interrupted by user)",
+    re.IGNORECASE,
+)
+# AskUserQuestion's result: 'User has answered your questions: "Q"="A", "Q2"="A2". …'
+_ANSWER = re.compile(r'"(?P<question>[^"]*)"="(?P<answer>[^"]*)"')
 _COMMAND_ARGS = re.compile(r"<command-args>\s*(.*?)\s*</command-args>", re.DOTALL)
 
 
@@ -48,16 +61,37 @@ class Conversation:
         return [(i, b) for i, m in enumerate(self.messages) for b in m.tool_uses]
 
 
+def is_command(message: Message) -> bool:
+    """Whether a user message is a slash command invocation (``<command-name>``)."""
+    return message.role == "user" and _COMMAND_NAME.search(message.text) is not None
+
+
 def user_text(message: Message) -> str:
-    """What a user actually typed: no tool results, reminders or tagged command wrappers."""
-    if message.role != "user":
+    """What a user actually typed: no tool results, reminders, tagged command wrappers, other
+    hooks' feedback, task notifications or compaction summaries (see ``NOT_THE_USER``)."""
+    if message.role != "user" or message.is_compact_summary:
         return ""
     command = _COMMAND_NAME.search(message.text)
     if command is not None:  # a slash command: "/name args"
         args = _COMMAND_ARGS.search(message.text)
         return f"{command.group(1)} {args.group(1) if args else ''}".strip()
     text = _WRAPPERS.sub("", message.text).strip()
-    return "" if text.startswith("Caveat:") else text
+    if text.startswith("Caveat:") or NOT_THE_USER.match(text):
+        return ""
+    return text
+
+
+def user_answers(conversation: Conversation) -> list[str]:
+    """What the user answered to the agent's AskUserQuestion calls (the user speaking)."""
+    answers = []
+    for _, call in conversation.calls():
+        if call.name != "AskUserQuestion":
+            continue
+        result = conversation.results.get(call.id)
+        if result is None or result.is_error:
+            continue
+        answers.extend(m.group("answer").strip() for m in _ANSWER.finditer(result.content))
+    return [a for a in answers if a]
 
 
 def read_conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
@@ -69,8 +103,13 @@ def read_conversation(messages: Sequence[Mapping[str, Any]]) -> Conversation:
             continue
     results = {r.tool_use_id: r for m in parsed for r in m.tool_results}
     turns: list[Turn] = []
+    after_command = False
     for message in parsed:
-        request = user_text(message)
+        # the user message right after a slash command is what the command expanded to (its
+        # file in the project), not the user speaking
+        expansion = after_command and message.role == "user" and not message.tool_results
+        after_command = is_command(message)
+        request = "" if expansion else user_text(message)
         if request:
             turns.append(Turn(request))
         elif message.role == "assistant":

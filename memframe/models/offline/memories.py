@@ -19,7 +19,7 @@ from memframe.models.offline._common import (
     OWN_CALL_PREFIX,
     clip,
     read_conversation,
-    user_text,
+    user_answers,
 )
 
 MAX_STATEMENT = 300
@@ -27,13 +27,25 @@ MAX_MESSAGE = 4_000  # longer user messages are pasted material, not statements
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _REMEMBER = re.compile(r"\b(?:please\s+)?remember\s*(?:that|this|:|,)?\s*(?P<what>.+)", re.I)
 _RULE = re.compile(
-    r"^(?:please\s+)?(?:(?:you\s+)?(?:should\s+)?)(?P<what>(?:always|never)\b.+)", re.I
+    r"^(?:please\s+)?(?:(?:you\s+)?(?:should\s+)?)(?P<what>(?:always|never)\b(?!\s+mind\b).+)", re.I
 )
 _PREFER = re.compile(
-    r"\bI(?:\s+really)?\s+(?:prefer|like|love|hate|dislike|want you to|would like you to"
+    r"\bI(?:\s+really)?\s+(?:prefer|hate|dislike|want you to|would like you to"
     r"|'d like you to)\b.+",
     re.I,
 )
+# The durable forms people state conventions in: "we use X, not Y", "you should use …",
+# "please keep …", "use X instead of Y".
+_CONVENTION = re.compile(
+    r"^(?:we|I)\s+(?:always\s+)?use\s+\S.*(?:\bnot\b|\bnever\b|\binstead\b)"
+    r"|^(?:you\s+should|please)\s+(?:always\s+)?(?:use|keep)\b.+"
+    r"|^use\s+\S.+\binstead of\b.+",
+    re.I,
+)
+# "I'm the tech lead", "I am the maintainer of …"
+_ROLE = re.compile(r"^I(?:'m| am) (?:the|a|an) [\w -]{2,40}\b", re.I)
+# "bugs are tracked in Linear", "the dashboard is at grafana.example/d/…"
+_REFERENCE = re.compile(r"\b(?:is|are) tracked in\b|\bdashboard is\b", re.I)
 _ABOUT_USER = re.compile(r"\b(?:I|I'm|I am|my|me|mine)\b", re.I)
 
 
@@ -56,73 +68,28 @@ def statements(text: str) -> list[tuple[str, str]]:
             found.append(("feedback", _capital(match.group("what").strip())))
         elif _PREFER.search(sentence):
             found.append(("user", _capital(sentence)))
+        elif _CONVENTION.match(sentence):
+            found.append(("feedback", _capital(sentence)))
+        elif _ROLE.match(sentence):
+            found.append(("user", _capital(sentence)))
+        elif _REFERENCE.search(sentence):
+            found.append(("reference", _capital(sentence)))
         elif first and CORRECTION.match(sentence) and len(sentence.split()) >= 3:
             found.append(("feedback", f"Correction from the user: {sentence}"))
         first = False
     return found
 
 
-# Claude Code's own slash commands say nothing about the user; custom ones describe their workflow.
-BUILTIN_COMMANDS = frozenset(
-    (
-        "add-dir",
-        "agents",
-        "bug",
-        "clear",
-        "compact",
-        "config",
-        "context",
-        "cost",
-        "doctor",
-        "export",
-        "help",
-        "hooks",
-        "ide",
-        "init",
-        "install-github-app",
-        "login",
-        "logout",
-        "mcp",
-        "memory",
-        "model",
-        "permissions",
-        "pr-comments",
-        "release-notes",
-        "resume",
-        "review",
-        "rewind",
-        "security-review",
-        "status",
-        "statusline",
-        "terminal-setup",
-        "todos",
-        "upgrade",
-        "usage",
-        "vim",
-    )
-)
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def observations(requests: list[str]) -> list[tuple[str, str]]:
-    """Durable facts about how the user works, from the shape of their requests: the custom
-    slash commands they use (with what each one expands to) and the language they write in."""
+    """Durable facts about how the user works, from the shape of their requests: the language
+    they write in. (Slash commands are not remembered: their files are in the project.)"""
     found: list[tuple[str, str]] = []
-    for n, request in enumerate(requests):
-        if request.startswith("/"):
-            command = request.split()[0][1:]
-            if command and command.lower() not in BUILTIN_COMMANDS:
-                following = requests[n + 1] if n + 1 < len(requests) else ""
-                purpose = next((ln.strip() for ln in following.splitlines() if ln.strip()), "")
-                found.append(
-                    (
-                        "user",
-                        f"The user works with the custom slash command /{command}"
-                        + (f": {clip(purpose, 200)}" if purpose else "."),
-                    )
-                )
+    for request in requests:
         language = _language(request)
         if language:
             found.append(("user", f"The user sometimes writes to the agent in {language}."))
@@ -153,8 +120,8 @@ def extract_memories_recipe(request: ModelRequest) -> ModelResponse:
     taken = {str(entry["file"]) for entry in task.get("manifest", [])}
     conv = read_conversation(request.messages[start:end])
     calls: list[ToolCall] = []
-    requests = [text for message in conv.messages if (text := user_text(message))]
-    found = [pair for request in requests for pair in statements(request)]
+    requests = [turn.request for turn in conv.turns if turn.request]
+    found = [pair for text in [*requests, *user_answers(conv)] for pair in statements(text)]
     for kind, statement in [*found, *observations(requests)]:
         digest = f"{_backend.xxh3_64(normalise(statement)):016x}"
         if digest in known:
