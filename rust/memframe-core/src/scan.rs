@@ -271,61 +271,13 @@ impl Signal {
 /// concatenation at the top level (no top-level `|`) ending in a group with no quantifier after
 /// it. A leading `(?i)` stays on `P`. `None` when the pattern has no such shape.
 fn bounded_prefix(regex: &str) -> Option<String> {
-    let bytes = regex.as_bytes();
-    if bytes.last() != Some(&b')') {
-        return None;
-    }
     let (flag, body) = match regex.strip_prefix("(?i)") {
         Some(rest) => ("(?i)", rest),
         None => ("", regex),
     };
-    let body_bytes = body.as_bytes();
-    let mut depth = 0usize;
-    let mut in_class = false;
-    let mut last_open = None;
-    let mut index = 0;
-    while index < body_bytes.len() {
-        let byte = body_bytes[index];
-        if byte == b'\\' {
-            index += 2;
-            continue;
-        }
-        if in_class {
-            if byte == b']' {
-                in_class = false;
-            }
-        } else {
-            match byte {
-                b'[' => {
-                    in_class = true;
-                    // a `]` right after `[` or `[^` is a literal
-                    if body_bytes.get(index + 1) == Some(&b'^') {
-                        index += 1;
-                    }
-                    if body_bytes.get(index + 1) == Some(&b']') {
-                        index += 1;
-                    }
-                }
-                b'(' => {
-                    if depth == 0 {
-                        last_open = Some(index);
-                    }
-                    depth += 1;
-                }
-                b')' => depth = depth.checked_sub(1)?,
-                b'|' if depth == 0 => return None,
-                _ => {}
-            }
-        }
-        index += 1;
-    }
-    let open = last_open?;
-    if depth != 0 || open == 0 || in_class {
-        return None;
-    }
+    let (open, close) = last_top_level_group(body.as_bytes())?;
     // the group must be the last element: its `)` is the pattern's last byte
-    let closing = matching_close(body_bytes, open)?;
-    if closing + 1 != body_bytes.len() {
+    if open == 0 || close + 1 != body.len() {
         return None;
     }
     let prefix = format!("{flag}{}", &body[..open]);
@@ -338,11 +290,15 @@ fn bounded_prefix(regex: &str) -> Option<String> {
     Some(prefix)
 }
 
-/// The index of the `)` closing the group opened at `open`.
-fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
+/// `(open, close)` of the last group at depth 0 of a pattern, skipping escapes and classes
+/// (a `]` right after `[` or `[^` is a literal); `None` when there is none, the parentheses do
+/// not balance, or a `|` splits the top level.
+fn last_top_level_group(bytes: &[u8]) -> Option<(usize, usize)> {
     let mut depth = 0usize;
     let mut in_class = false;
-    let mut index = open;
+    let mut last = None;
+    let mut open = 0;
+    let mut index = 0;
     while index < bytes.len() {
         let byte = bytes[index];
         if byte == b'\\' {
@@ -350,9 +306,7 @@ fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
             continue;
         }
         if in_class {
-            if byte == b']' {
-                in_class = false;
-            }
+            in_class = byte != b']';
         } else {
             match byte {
                 b'[' => {
@@ -364,19 +318,28 @@ fn matching_close(bytes: &[u8], open: usize) -> Option<usize> {
                         index += 1;
                     }
                 }
-                b'(' => depth += 1,
-                b')' => {
-                    depth -= 1;
+                b'(' => {
                     if depth == 0 {
-                        return Some(index);
+                        open = index;
+                    }
+                    depth += 1;
+                }
+                b')' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        last = Some((open, index));
                     }
                 }
+                b'|' if depth == 0 => return None,
                 _ => {}
             }
         }
         index += 1;
     }
-    None
+    if depth != 0 || in_class {
+        return None;
+    }
+    last
 }
 
 /// What the database pass says about one rule that may match a text.
