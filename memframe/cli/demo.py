@@ -153,6 +153,7 @@ def show_magic_doc(frame: object, project: Path) -> None:
 
 def show_team_sync(frame: object) -> None:
     """Two team memories: one is sent to the team server, the one with a secret never leaves."""
+    from memframe._fs import atomic_write_text
     from memframe.frame import MemoryFrame
     from memframe.memdir import MemoryStore, locate
     from memframe.team_sync.client import client_for_frame
@@ -166,13 +167,17 @@ def show_team_sync(frame: object) -> None:
         "Every deploy goes to staging first; production is promoted from there on Tuesdays.",
         scope="team",
     )
-    store.add(
+    pasted = store.add(
         "Staging AWS access",
         "the staging account",
         "reference",
-        f"The staging account's access key is {_fake_aws_key()} (rotate it monthly).",
+        "The staging account's access key is KEY (rotate it monthly).",
         scope="team",
     )
+    # the store redacts secrets it is given; a key pasted into the file by hand is what the
+    # sync gate is for
+    assert pasted is not None
+    atomic_write_text(pasted.path, pasted.path.read_text().replace(" KEY ", f" {_fake_aws_key()} "))
     result = client_for_frame(frame).push()
     print("\nteam sync (embedded team server, repo demo/app)")
     for key in result.pushed:

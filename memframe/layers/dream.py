@@ -21,7 +21,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
-from memframe.memdir.guard import redact_team_secrets
+from memframe.memdir.guard import redact_private_data
 from memframe.memdir.lock import ConsolidationLock
 from memframe.models.base import ModelRequest, backend_supports
 
@@ -173,7 +173,7 @@ class DreamLayer:
         redacted: list[str] = []
 
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
-            guarded, notes = redact_team_secrets(
+            guarded, notes = redact_private_data(
                 self.store.root, changes, self.frame.secret_scanner()
             )
             redacted.extend(notes)

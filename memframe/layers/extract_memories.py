@@ -20,7 +20,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
-from memframe.memdir.guard import redact_team_secrets
+from memframe.memdir.guard import redact_private_data
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -158,7 +158,7 @@ class ExtractMemoriesLayer:
 
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
             # the store writes them (dedupe, index, lock); deletions are not this layer's job
-            guarded, notes = redact_team_secrets(
+            guarded, notes = redact_private_data(
                 self.store.root, changes, self.frame.secret_scanner()
             )
             redacted.extend(notes)

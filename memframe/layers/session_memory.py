@@ -14,6 +14,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, checked, settings_from
+from memframe.memdir.guard import redact_private_data
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -195,12 +196,21 @@ class SessionMemoryLayer:
             record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             raise
         request = self._request(session, snapshot, path, current, settings)
+        redacted: list[str] = []
+
+        def private(changes: dict[Path, str | None]) -> dict[Path, str | None]:
+            # the notes are injected at compaction: no secret or personal datum goes in
+            guarded, notes = redact_private_data(path.parent, changes, self.frame.secret_scanner())
+            redacted.extend(notes)
+            return guarded
+
         agent = ForkedAgent(
             backend,
             Permission.edit_one_file(path),
             max_turns=settings.max_turns,
             max_seconds=settings.max_seconds,
             validate=lambda _path, text: self.template.check(text),
+            review=private,
         )
         try:
             result = agent.run(request)
@@ -209,6 +219,7 @@ class SessionMemoryLayer:
             record["finished_at"] = time.time()
             raise
         record.update(
+            redacted=redacted,
             status="updated" if result.changed else "unchanged",
             turns=result.turns,
             refused=[f"{r.tool}: {r.reason}" for r in result.refused],

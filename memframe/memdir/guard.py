@@ -1,6 +1,8 @@
-"""Team memories are shared: what a background agent writes under ``team/`` is saved with its
-secrets replaced by ``[REDACTED]``, so team memory stays safe to sync instead of being held back
-by the sync gate forever. Private memories are left as they are (local files, mode 0600)."""
+"""Nothing private into memory: every memory file, index line and session note is saved with
+the secrets the scanner finds and the personal data :mod:`memframe.privacy` finds (e-mail
+addresses, phone numbers) replaced by ``[REDACTED]`` — private memories too, since they are
+injected into every prompt. Team memory stays safe to sync instead of being held back by the
+sync gate forever."""
 
 from __future__ import annotations
 
@@ -8,31 +10,42 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memframe.memdir.files import TEAM_DIR
+from memframe.privacy import find_personal
 from memframe.scanner import redact_spans
 
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
 
 
-def redact_team_secrets(
+def scrub(text: str, scanner: SecretScanner) -> tuple[str, list[str]]:
+    """``text`` with every secret and personal datum redacted, and what was found (rule ids,
+    then ``email`` / ``phone``), each once."""
+    found = scanner.find(text)  # one pass: the rules to report and the spans to redact
+    personal = find_personal(text)
+    if not found and not personal:
+        return text, []
+    spans = [(f.secret_start, f.secret_end) for f in found] + [(a, b) for a, b, _ in personal]
+    labels = sorted({f.rule_id for f in found}, key=scanner.rules.ids().index)
+    labels += sorted({kind for _, _, kind in personal})
+    return redact_spans(text, spans), labels
+
+
+def redact_private_data(
     root: Path, changes: Mapping[Path, str | None], scanner: SecretScanner
 ) -> tuple[dict[Path, str | None], list[str]]:
     """``changes`` (files under the memory directory ``root`` → new text, ``None``: deleted)
-    with the secrets of every file under ``team/`` redacted, and one note per file redacted
-    (``team/x.md: aws-access-token, …``)."""
+    with :func:`scrub` applied to every file, and one note per file redacted
+    (``team/x.md: aws-access-token, email``)."""
     out: dict[Path, str | None] = {}
     notes: list[str] = []
     for path, text in changes.items():
-        try:
-            relative = path.relative_to(root).as_posix()
-        except ValueError:
-            relative = ""
-        if text is not None and relative.startswith(f"{TEAM_DIR}/"):
-            found = scanner.find(text)  # one pass: the rules to report and the spans to redact
-            if found:
-                text = redact_spans(text, [(f.secret_start, f.secret_end) for f in found])
-                rules = sorted({f.rule_id for f in found}, key=scanner.rules.ids().index)
-                notes.append(f"{relative}: {', '.join(rules)}")
+        if text is not None:
+            text, labels = scrub(text, scanner)
+            if labels:
+                try:
+                    relative = path.relative_to(root).as_posix()
+                except ValueError:
+                    relative = path.name
+                notes.append(f"{relative}: {', '.join(labels)}")
         out[path] = text
     return out, notes

@@ -142,7 +142,16 @@ class MemoryStore:
         *,
         scope: str | None = None,
     ) -> Memory | None:
-        """Save a new memory and index it; ``None`` when an equal memory already exists."""
+        """Save a new memory and index it; ``None`` when an equal memory already exists. Secrets
+        and personal data (e-mail addresses, phone numbers) are redacted first
+        (:func:`memframe.memdir.guard.scrub`)."""
+        from memframe.memdir.guard import scrub
+        from memframe.scanner import default_scanner
+
+        scanner = default_scanner()
+        name, _ = scrub(name, scanner)
+        description, _ = scrub(description, scanner)
+        body, _ = scrub(body, scanner)
         text = render_memory(name, description, kind, body)
         if len(text.encode("utf-8")) > MAX_MEMORY_BYTES:
             raise MemoryFormatError(f"a memory is limited to {MAX_MEMORY_BYTES:,} bytes")

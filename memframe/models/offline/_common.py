@@ -83,7 +83,7 @@ def user_text(message: Message) -> str:
 
 def user_answers(conversation: Conversation) -> list[str]:
     """What the user answered to the agent's AskUserQuestion calls (the user speaking)."""
-    answers = []
+    answers: list[str] = []
     for _, call in conversation.calls():
         if call.name != "AskUserQuestion":
             continue

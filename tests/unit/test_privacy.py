@@ -1,0 +1,82 @@
+"""Personal data and secrets never enter memory: detection, and redaction on the store's and the
+background agents' write paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memframe.memdir import MemoryStore
+from memframe.memdir.guard import redact_private_data, scrub
+from memframe.privacy import find_personal
+from memframe.scanner import default_scanner
+
+# A GitHub classic PAT shape (ghp_ + 36 base62), assembled so no scanner flags this file.
+TOKEN = "ghp_" + "N7x2QpL9vR4sT1uW8yZ3aB6cD0eF5gH2jK4m"
+
+PERSONAL = [
+    ("call me on +44 20 7946 0958 tomorrow", "+44 20 7946 0958", "phone"),
+    ("my cell is (415) 555-0132", "(415) 555-0132", "phone"),
+    ("office 212-555-0187", "212-555-0187", "phone"),
+    ("+1.415.555.0199 is the on-call line", "+1.415.555.0199", "phone"),
+    ("mail jane.doe+ci@acme-corp.io please", "jane.doe+ci@acme-corp.io", "email"),
+]
+NOT_PERSONAL = [
+    "released 2026-12-01 at 10:42:07",
+    "commit 4f37757 fixed 1,550 -> 1,800 MB/s",
+    "see user@example.com for the format",
+    "from noreply@github.com",
+    "version 5.4.12 and 10.0.2",
+    "order id 41552301877 shipped",
+    "pip install memframe==0.1.0",
+]
+
+
+@pytest.mark.parametrize(("text", "span", "kind"), PERSONAL)
+def test_personal_data_is_found(text: str, span: str, kind: str) -> None:
+    found = find_personal(text)
+    assert [(text[a:b], k) for a, b, k in found] == [(span, kind)]
+
+
+@pytest.mark.parametrize("text", NOT_PERSONAL)
+def test_ordinary_numbers_and_documentation_addresses_are_not(text: str) -> None:
+    assert find_personal(text) == []
+
+
+def test_scrub_redacts_secrets_and_personal_data_and_says_what() -> None:
+    text, labels = scrub(
+        f"token {TOKEN}, phone +44 20 7946 0958, mail a.b@corp.io", default_scanner()
+    )
+    assert TOKEN not in text and "7946" not in text and "a.b@corp.io" not in text
+    assert text.count("[REDACTED]") == 3
+    assert labels == ["github-pat", "email", "phone"]
+
+
+def test_memory_add_never_saves_a_token_or_a_phone_number(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "memory")
+    memory = store.add(
+        "Call Sam at +44 20 7946 0958",
+        "the deploy contact",
+        "user",
+        f"Sam deploys; his token is {TOKEN} and his number +44 20 7946 0958.",
+    )
+    assert memory is not None
+    saved = memory.path.read_text()
+    index = store.index_text()
+    for private in (TOKEN, "7946 0958"):
+        assert private not in saved and private not in index
+
+
+def test_agent_changes_are_scrubbed_private_and_team(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    changes: dict[Path, str | None] = {
+        root / "mine.md": "reach me at jane@corp.io",
+        root / "team" / "ops.md": f"deploy token {TOKEN}",
+        root / "old.md": None,
+    }
+    guarded, notes = redact_private_data(root, changes, default_scanner())
+    assert guarded[root / "mine.md"] == "reach me at [REDACTED]"
+    assert guarded[root / "team" / "ops.md"] == "deploy token [REDACTED]"
+    assert guarded[root / "old.md"] is None
+    assert notes == ["mine.md: email", "team/ops.md: github-pat"]
