@@ -258,6 +258,8 @@ class SecretScanner:
     ) -> list[list[Finding]]:
         """``find`` of every text (in parallel on the native engine)."""
         results = self._many("find_many", texts, threads)
+        if not any(results):  # the common case: nothing found, fresh empty lists already
+            return results
         return [[self._finding(raw) for raw in found] if found else found for found in results]
 
     def find_files(

@@ -157,13 +157,33 @@ def _session_start(hook: HookInput, config: Config, project: Path) -> Answer:
 
     context = memory_context(memory_location(project, config))
     paths = _paths(hook, config, project)
+    text = context.text
     if paths is not None:
         from memframe.hook.state import locked_state
 
         with locked_state(paths) as state:
             state["context"] = {"fingerprint": context.fingerprint, "at": time.time()}
+        if hook.source in ("compact", "resume"):
+            notes = _session_notes(paths.session_dir, config)
+            if notes:
+                text = f"{text}\n\n{notes}" if text else notes
     event = "SessionStart"
-    return Answer(output=context_output(event, context.text, _limit_message(context.warnings)))
+    return Answer(output=context_output(event, text, _limit_message(context.warnings)))
+
+
+def _session_notes(session_dir: Path, config: Config) -> str | None:
+    """After a compaction (or on resume) the session's notes go back into the context: what
+    was being done, files, errors and fixes, as the session-memory layer last wrote them."""
+    from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE
+    from memframe.session_notes import load_template
+
+    try:
+        notes = (session_dir / NOTES_DIR / NOTES_FILE).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not notes.strip() or load_template(config.config_dir).is_empty(notes):
+        return None
+    return f'<session-notes source="memframe">\n{notes.strip()}\n</session-notes>'
 
 
 def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:

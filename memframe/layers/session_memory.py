@@ -66,7 +66,9 @@ class Trigger:
     context_tokens: int
     growth: int
     tool_calls: int
-    reason: str  # "tool_calls" or "idle_turn"
+    reason: (
+        str  # "tool_calls", "idle_turn"; offline catch-ups: "stop", "pre_compact", "session_end"
+    )
 
     def record(self) -> dict[str, Any]:
         return {**vars(self), "status": "pending"}
@@ -321,8 +323,41 @@ class SessionMemoryLayer:
             return None
         return None if self.template.is_empty(text) else text
 
+    def catch_up(self, session: Session, reason: str) -> None:
+        """Bring the notes up to date now when that is cheap: with the ``offline`` backend (a
+        few ms, no model) an extraction over the messages since the last one runs and is waited
+        for. A model backend keeps its threshold rule (the running update is waited for)."""
+        settings = self.settings()
+        if not settings.enabled or session.message_count == 0:
+            return
+        try:
+            backend = self.frame.model_backend()
+        except ModelError:
+            return
+        if backend.name != "offline":
+            return
+        self.wait(session)
+        records = self.state(session).get("extractions", [])
+        done = [r.get("index", -1) for r in records if r.get("status") in ("updated", "unchanged")]
+        last = max(done, default=-1)
+        if session.message_count - 1 <= last:
+            return
+        # the threshold rule's counters are left alone: it fires where it would have
+        tokens = session.context_tokens
+        state = self.state(session)
+        growth = tokens - state.get("tokens_at_last_extraction", 0)
+        since = state.get("tool_calls_since", 0)
+        trigger = Trigger(session.message_count - 1, None, tokens, growth, since, reason)
+        self._schedule(session, trigger)
+        self.wait(session)
+
+    @hookimpl
+    def on_stop(self, session: Session, message: Message) -> None:
+        self.catch_up(session, "stop")
+
     @hookimpl
     def on_pre_compact(self, session: Session) -> str | None:
+        self.catch_up(session, "pre_compact")
         self.wait(session)
         text = self.notes(session)
         if text is None:
@@ -334,5 +369,6 @@ class SessionMemoryLayer:
 
     @hookimpl
     def on_session_end(self, session: Session) -> None:
+        self.catch_up(session, "session_end")
         self.wait(session)
         self._runners.forget(session)

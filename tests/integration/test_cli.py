@@ -67,7 +67,8 @@ def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
     # the replayed session, and the new session whose first context the demo shows
     assert [p.parent.name for p in state_files] == ["demo", "demo-docs", "demo-next"]
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in state_files)
-    assert "session memory: 1 extraction(s)" in result.stdout
+    # one by the threshold rule, one when the turn ended (offline notes are brought up to date)
+    assert "session memory: 2 extraction(s)" in result.stdout
     assert "context for a new session's prompt" in result.stdout
     # the Magic Doc is skipped on the offline backend, never faked
     assert "skipped: the 'offline' model backend cannot update docs" in result.stdout
@@ -138,9 +139,10 @@ def test_replay_shows_each_extraction_and_the_notes(tmp_path):
     result = run_memframe("replay", str(VIEWER), "--home", str(home), "--project", str(tmp_path))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "session memory: 2 extraction(s)" in out
+    assert "session memory: 3 extraction(s)" in out
     rows = [line.split() for line in out.splitlines() if line.strip().endswith("updated")]
-    assert [row[0] for row in rows] == ["4", "22"]  # message indices
+    assert [row[0] for row in rows] == ["4", "22", "24"]  # message indices
+    assert rows[2][4] == "stop"  # the end of the turn brought the offline notes up to date
     assert rows[0][1:5] == ["19,328", "19,328", "4", "tool_calls"]
     assert "    # Files and Functions" in out  # the notes file, printed
     quiet = run_memframe("replay", str(VIEWER), "--home", str(home), "-q", "--session", "q")

@@ -269,6 +269,31 @@ def test_session_start_gives_the_memdir_layers_block(hook_env):
     assert "systemMessage" not in _json(result)
 
 
+@pytest.mark.parametrize("source", ["compact", "resume"])
+def test_after_a_compaction_the_session_notes_come_back(hook_env, source):
+    from memframe.paths import project_key
+    from memframe.session_notes import load_template
+
+    template = load_template(hook_env.config_dir).text
+    notes = template.replace(
+        "# Current State\n", "# Current State\nFixing total() rounding in billing.py\n", 1
+    )
+    assert notes != template
+    notes_dir = hook_env.home / "projects" / project_key(hook_env.project) / "s1" / "session-memory"
+    notes_dir.mkdir(parents=True)
+    (notes_dir / "summary.md").write_text(notes)
+    event = {"hook_event_name": "SessionStart", "session_id": "s1", "cwd": str(hook_env.project)}
+    text = _json(hook_env.hook({**event, "source": source}))["hookSpecificOutput"][
+        "additionalContext"
+    ]
+    assert "<session-notes" in text and "Fixing total() rounding in billing.py" in text
+    # a fresh start gets no notes; nor does another session
+    startup = _json(hook_env.hook({**event, "source": "startup"}))
+    assert "Fixing total()" not in startup["hookSpecificOutput"]["additionalContext"]
+    other = _json(hook_env.hook({**event, "session_id": "s2", "source": "compact"}))
+    assert "Fixing total()" not in other["hookSpecificOutput"]["additionalContext"]
+
+
 def test_an_index_over_its_limit_is_cut_with_a_warning(hook_env):
     memory_dir = hook_env.memory_dir()
     memory_dir.mkdir(parents=True)
