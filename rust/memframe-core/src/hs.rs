@@ -245,25 +245,25 @@ impl Database {
         }
     }
 
-    /// Scan `data` (at most `u32::MAX` bytes), calling `on_match(id, from, to)` for every report
-    /// (`from` is 0: databases are compiled without start-of-match).
+    /// Scan `data` (at most `u32::MAX` bytes), calling `on_match(id, end)` for every report
+    /// (databases are compiled without start-of-match, so there is no start to give).
     /// Err carries the library's status code.
-    pub fn scan<F: FnMut(u32, u64, u64)>(
+    pub fn scan<F: FnMut(u32, u64)>(
         &self,
         data: &[u8],
         scratch: &mut Scratch,
         mut on_match: F,
     ) -> Result<(), c_int> {
-        unsafe extern "C" fn trampoline<F: FnMut(u32, u64, u64)>(
+        unsafe extern "C" fn trampoline<F: FnMut(u32, u64)>(
             id: c_uint,
-            from: c_ulonglong,
+            _from: c_ulonglong,
             to: c_ulonglong,
             _flags: c_uint,
             context: *mut c_void,
         ) -> c_int {
             // SAFETY: context is the `&mut F` passed below, alive for the whole scan.
             let callback = unsafe { &mut *context.cast::<F>() };
-            callback(id, from, to);
+            callback(id, to);
             0
         }
         let length = c_uint::try_from(data.len()).map_err(|_| -1)?;
@@ -321,19 +321,15 @@ mod tests {
             Database::compile(&[expression("abc", 7), expression("x+y", 9)]).expect("compiles");
         let mut scratch = db.scratch().expect("scratch");
         let mut hits = Vec::new();
-        db.scan(b"..abc..xxy", &mut scratch, |id, _, end| {
-            hits.push((id, end))
-        })
-        .expect("scan");
+        db.scan(b"..abc..xxy", &mut scratch, |id, end| hits.push((id, end)))
+            .expect("scan");
         assert_eq!(hits, vec![(7, 5), (9, 10)]);
         let bytes = db.serialize().expect("serializes");
         let again = Database::deserialize(&bytes).expect("deserializes");
         let mut scratch = again.scratch().expect("scratch");
         let mut hits2 = Vec::new();
         again
-            .scan(b"..abc..xxy", &mut scratch, |id, _, end| {
-                hits2.push((id, end))
-            })
+            .scan(b"..abc..xxy", &mut scratch, |id, end| hits2.push((id, end)))
             .expect("scan");
         assert_eq!(hits, hits2);
         let mut damaged = bytes.clone();

@@ -346,9 +346,8 @@ fn last_top_level_group(bytes: &[u8]) -> Option<(usize, usize)> {
 enum Candidate {
     /// confirm over the whole text
     Full,
-    /// (signal end, earliest start of a match whose signal ends there), sorted by end: confirm
-    /// only in the windows they give
-    Ends(Vec<(usize, usize)>),
+    /// the signal's ends (sorted) and the rule's window: confirm only in the windows before them
+    Ends(Vec<usize>, usize),
 }
 
 impl Scanner {
@@ -514,12 +513,9 @@ impl Scanner {
                 out.push((before, Candidate::Full));
             }
             let candidate = match self.rules[index].signal.window {
-                Some(window) => Candidate::Ends(
-                    ends[first..cursor]
-                        .iter()
-                        .map(|e| (e.1, e.1.saturating_sub(window)))
-                        .collect(),
-                ),
+                Some(window) => {
+                    Candidate::Ends(ends[first..cursor].iter().map(|e| e.1).collect(), window)
+                }
                 None => Candidate::Full,
             };
             out.push((index, candidate));
@@ -540,7 +536,7 @@ impl Scanner {
         for &(index, ref candidate) in &candidates {
             let ends = match candidate {
                 Candidate::Full => None,
-                Candidate::Ends(ends) => Some(ends.as_slice()),
+                Candidate::Ends(ends, window) => Some((ends.as_slice(), *window)),
             };
             found.clear();
             self.rule_findings(index, data, first_only, ends, &mut found);
@@ -562,9 +558,9 @@ impl Scanner {
         raw
     }
 
-    /// (rule, match end, 0) for every match the database reports (the first only, for
-    /// unwindowed rules).
-    fn pattern_ends(&self, database: &Database, data: &[u8]) -> Option<Vec<(usize, usize, usize)>> {
+    /// (rule, match end) for every match the database reports (the first only, for unwindowed
+    /// rules).
+    fn pattern_ends(&self, database: &Database, data: &[u8]) -> Option<Vec<(usize, usize)>> {
         let mut ends = Vec::new();
         let signals = &self.signals;
         // A scratch per concurrent scan, taken from the pool and put back: no contention
@@ -580,10 +576,9 @@ impl Scanner {
                 }
             },
         };
-        let outcome = database.scan(data, &mut scratch, |id, from, to| {
+        let outcome = database.scan(data, &mut scratch, |id, to| {
             if let Some(&rule) = signals.get(id as usize) {
-                let offset = |o: u64| usize::try_from(o).unwrap_or(usize::MAX);
-                ends.push((rule, offset(to), offset(from)));
+                ends.push((rule, usize::try_from(to).unwrap_or(usize::MAX)));
             }
         });
         if let Ok(mut pool) = self.scratches.lock() {
@@ -607,21 +602,21 @@ impl Scanner {
 
     /// Byte-offset findings of one rule, in match order; `first_only` stops at the first.
     ///
-    /// With `ends` (every signal end from the database, each with the earliest start of a match
-    /// ending at or after it; see `Signal`) the regex only searches from that start for the next
-    /// end past the current position: a match starting at or after the position ends past it,
-    /// so it cannot start earlier. The matches found are exactly the leftmost-first,
-    /// non-overlapping ones of a full scan, and each byte is searched at most once.
+    /// With `ends` (every signal end from the database and the rule's window; see `Signal`) the
+    /// regex only searches from `window` bytes before the next end past the current position: a
+    /// match starting at or after the position has its signal end past it, so it cannot start
+    /// earlier. The matches found are exactly the leftmost-first, non-overlapping ones of a full
+    /// scan, and each byte is searched at most once.
     fn rule_findings(
         &self,
         index: usize,
         data: &[u8],
         first_only: bool,
-        ends: Option<&[(usize, usize)]>,
+        ends: Option<(&[usize], usize)>,
         out: &mut Vec<[usize; 5]>,
     ) {
         let rule = &self.rules[index];
-        let Some(ends) = ends else {
+        let Some((ends, window)) = ends else {
             for caps in rule.regex.captures_iter(data) {
                 if self.record(index, &caps, out) && first_only {
                     return;
@@ -632,13 +627,13 @@ impl Scanner {
         let mut position = 0;
         let mut next = 0;
         loop {
-            while next < ends.len() && ends[next].0 <= position {
+            while next < ends.len() && ends[next] <= position {
                 next += 1;
             }
-            let Some(&(_, earliest)) = ends.get(next) else {
+            let Some(&end) = ends.get(next) else {
                 return;
             };
-            let start = position.max(earliest);
+            let start = position.max(end.saturating_sub(window));
             let Some(caps) = rule.regex.captures_at(data, start) else {
                 return;
             };
