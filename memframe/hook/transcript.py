@@ -5,7 +5,10 @@ for the next run), so a long session is never read twice. Records become message
 Claude Code reader's own record parsing, and messages become the same events
 :func:`memframe.events.derive_events` gives for a whole file:
 
-- side-chain (sub-agent) records are skipped;
+- records become messages with the whole-file reader's ``Assembler``
+  (:mod:`memframe.transcripts.claude_code`): the same record types, queued messages, and
+  sub-agents summarised onto their calls' results (side-chain records are not messages; a 2.x
+  sub-agent's own file is read when its call's result arrives);
 - the assistant records one response was split into are merged: the last assistant message of
   an increment is held back (and kept in the reader's state) until a record that does not
   continue it arrives, or the turn ends (``final``), so a response split across two runs is still
@@ -31,6 +34,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeAlias
 
 import orjson
@@ -53,13 +57,7 @@ from memframe.hook.records import (
 )
 from memframe.messages import Message, MessageError, ToolUseBlock
 from memframe.transcripts._jsonl import ReadStats, TranscriptError, open_binary
-from memframe.transcripts.claude_code import (
-    MESSAGE_TYPES,
-    _boundary,
-    _continues,
-    _message,
-    answers_tool_use,
-)
+from memframe.transcripts.claude_code import Assembler, answers_tool_use, boundary_of
 
 CHUNK_SIZE = 1024 * 1024
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # as the whole-file reader
@@ -126,13 +124,6 @@ class IncrementalReader:
             if isinstance(marks, dict)
             else {}
         )
-        self.pending: Message | None = None
-        pending = state.get("pending")
-        if isinstance(pending, Mapping):
-            try:
-                self.pending = decode_message(pending)
-            except MessageError:
-                self.pending = None
         tools = state.get("tools")
         self.tools: dict[str, ToolUseBlock] = {}
         for raw in tools if isinstance(tools, list) else []:
@@ -140,6 +131,18 @@ class IncrementalReader:
             if tool_use is not None:
                 self.tools[tool_use.id] = tool_use
         self._stats = ReadStats()
+        self._assembler = Assembler(self._stats, known_calls=self.tools)
+        pending = state.get("pending")
+        if isinstance(pending, Mapping):
+            try:
+                self._assembler.pending = decode_message(pending)
+            except MessageError:
+                self._assembler.pending = None
+
+    @property
+    def pending(self) -> Message | None:
+        """The assistant message held back until the next record shows it is complete."""
+        return self._assembler.pending
 
     def to_state(self) -> dict[str, Any]:
         return {
@@ -179,13 +182,19 @@ class IncrementalReader:
                 self.cursor = 0
                 self.line = 0
             self.file = identity
+            self._assembler.runs.transcript = Path(path)
             handle.seek(self.cursor)
             self._read_lines(handle, out)
         if final:
             self._release(out)
         out.problems.extend(f"line {p.line}: {p.reason}" for p in self._stats.problems)
+        out.problems.extend(self._assembler.runs.problems)
         del out.problems[MAX_PROBLEMS:]
-        self._stats = ReadStats()
+        out.skipped_sidechain = self._stats.skipped_sidechain
+        self._stats.problems.clear()
+        self._stats.skipped_sidechain = 0
+        self._stats.skipped_records.clear()
+        self._assembler.runs.problems.clear()
         return out
 
     def _read_lines(self, handle: Any, out: Increment) -> None:
@@ -248,11 +257,11 @@ class IncrementalReader:
                 del self.marks[key]
 
     def _record(self, record: dict[str, Any], out: Increment) -> None:
-        if record.get("isSidechain") is True:
-            out.skipped_sidechain += 1
+        what = self._assembler.classify(record)
+        if what == "sidechain":
+            self._assembler.sidechain(record, self.line)
             return
-        kind = record.get("type")
-        if not isinstance(kind, str):
+        if not isinstance(record.get("type"), str):
             return
         uuid = _str(record.get("uuid"))
         if uuid is not None:
@@ -269,33 +278,16 @@ class IncrementalReader:
             ):
                 self._rewind(self.marks[parent], out)
             self.last_uuid = uuid
-        if kind == "system":
-            if record.get("subtype") == "compact_boundary":
-                self._release(out, tools=False)
-                out.events.append(CompactEvent(_boundary(record, self.line)))
-                self.emitted = 0
-                self.marks.clear()
-            self._mark(uuid, self._length())
-            return
-        if kind not in MESSAGE_TYPES:
-            self._mark(uuid, self._length())
-            return
-        message = _message(record, kind, self.line, self._stats)
-        if message is None:
-            self._mark(uuid, self._length())
-            return
-        if self.pending is not None and _continues(self.pending, message):
-            # one response split over records: blocks add up, the last usage is complete
-            self.pending.content = self.pending.content + message.content
-            self.pending.wire_content = None
-            if message.usage is not None:
-                self.pending.usage = message.usage
-        else:
+        if what == "boundary":
             self._release(out, tools=False)
-            if message.role == "assistant" and message.id is not None:
-                self.pending = message
-            else:
-                self._emit(message, out)
+            out.events.append(CompactEvent(boundary_of(record, self.line)))
+            self.emitted = 0
+            self.marks.clear()
+        elif what == "message":
+            message = self._assembler.decode(record, self.line)
+            if message is not None:
+                for done in self._assembler.add(message):
+                    self._emit(done, out)
         self._mark(uuid, self._length())
 
     def _rewind(self, keep: int, out: Increment) -> None:
@@ -325,8 +317,7 @@ class IncrementalReader:
 
     def _release(self, out: Increment, *, tools: bool = False) -> None:
         """Emit the held-back message; with ``tools``, also the calls that never got a result."""
-        if self.pending is not None:
-            pending, self.pending = self.pending, None
+        for pending in self._assembler.flush():
             self._emit(pending, out)
         if tools:
             for tool_use in self.tools.values():

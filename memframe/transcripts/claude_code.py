@@ -7,7 +7,14 @@ previous record in file order. A record of tool results whose parent (the call i
 on the path is on it too: Claude Code 2.x links each result to its call, so parallel calls
 branch without any rewind. Other records off that path are abandoned rewind branches. Pass 2
 turns the records on the path into messages and compact boundaries, in file order, merging the
-several ``assistant`` records one API response was split into.
+several ``assistant`` records one API response was split into (:class:`Assembler`, which the
+hook's incremental reader uses too).
+
+Besides ``user`` and ``assistant`` records, a message the user typed while the agent worked and
+that was handed to it mid-turn (an ``attachment`` of type ``queued_command``) is a user message
+(``meta["queued"]``). Sub-agent records are not part of the conversation; what each sub-agent
+did is summarised onto the result of its ``Task``/``Agent`` call (``meta["subagents"]``, see
+:mod:`memframe.transcripts.subagents`).
 """
 
 from __future__ import annotations
@@ -16,10 +23,12 @@ import os
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from memframe.messages import Message, MessageError
+from memframe.messages import Message, MessageError, ToolUseBlock
 from memframe.transcripts._jsonl import ReadStats, iter_records
+from memframe.transcripts.subagents import SUBAGENT_TOOLS, SubagentRuns, attach
 
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 # Bookkeeping records Claude Code writes besides the conversation; skipped without complaint.
@@ -33,6 +42,7 @@ IGNORED_TYPES = frozenset(
         "custom-title",
     }
 )
+QUEUED_COMMAND = "queued_command"
 KNOWN_TYPES = MESSAGE_TYPES | IGNORED_TYPES | {"system"}
 _IDENTIFYING_KEYS = ("uuid", "sessionId", "leafUuid", "messageId", "message")
 _META_KEYS = ("cwd", "gitBranch", "version")
@@ -108,7 +118,9 @@ class _Chain:
             self.index[uuid] = ordinal
             self.lines.append(line_no)
             self.answers.append(1 if answers_tool_use(record) else 0)
-            if record.get("type") in ("user", "assistant", "system"):
+            if record.get("type") in ("user", "assistant", "system") or (
+                record.get("type") == "attachment" and _queued_body(record) is not None
+            ):
                 self.leaf = ordinal
             if parent is None:
                 self.parents.append(_ROOT)
@@ -173,7 +185,8 @@ class _Chain:
         return True
 
 
-def _boundary(record: Mapping[str, Any], line_no: int) -> CompactBoundary:
+def boundary_of(record: Mapping[str, Any], line_no: int) -> CompactBoundary:
+    """A ``compact_boundary`` system record as a :class:`CompactBoundary`."""
     metadata = record.get("compactMetadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     pre_tokens = metadata.get("preTokens")
@@ -187,20 +200,46 @@ def _boundary(record: Mapping[str, Any], line_no: int) -> CompactBoundary:
     )
 
 
-def _message(
-    record: Mapping[str, Any], kind: str, line_no: int, stats: ReadStats
+def _queued_body(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A message the user typed while the agent was working and that was handed to it in the
+    middle of its turn: an ``attachment`` record of type ``queued_command``. (The
+    ``queue-operation`` records only log the queue; a queued message handed over at the start
+    of a turn is written again as a normal ``user`` record.)"""
+    attachment = record.get("attachment")
+    if not isinstance(attachment, Mapping) or attachment.get("type") != QUEUED_COMMAND:
+        return None
+    prompt = attachment.get("prompt")
+    if isinstance(prompt, list):  # content blocks
+        return {"role": "user", "content": prompt}
+    if isinstance(prompt, str) and prompt.strip():
+        return {"role": "user", "content": prompt}
+    return None
+
+
+def message_of(
+    record: Mapping[str, Any], line_no: int = 0, stats: ReadStats | None = None
 ) -> Message | None:
-    """A user/assistant record → a Message, or ``None`` after recording the problem."""
-    body = record.get("message")
+    """A user/assistant record (or a queued message handed over mid-turn) → a Message, or
+    ``None`` after recording the problem in ``stats``."""
+    kind = record.get("type")
+    body: Any
+    if kind == "attachment":
+        body = _queued_body(record)
+        if body is None:
+            return None
+    else:
+        body = record.get("message")
     if not isinstance(body, Mapping):
-        stats.problem(line_no, f"{kind} record: 'message' must be an object")
+        if stats is not None:
+            stats.problem(line_no, f"{kind} record: 'message' must be an object")
         return None
     if "role" not in body:
         body = {**body, "role": kind}
     try:
         message = Message.from_dict(body)
     except MessageError as exc:
-        stats.problem(line_no, f"{kind} record: {exc}")
+        if stats is not None:
+            stats.problem(line_no, f"{kind} record: {exc}")
         return None
     message.uuid = _str(record.get("uuid"))
     message.timestamp = _str(record.get("timestamp"))
@@ -209,16 +248,123 @@ def _message(
     message.meta = {key: record[key] for key in _META_KEYS if isinstance(record.get(key), str)}
     if record.get("isMeta") is True:
         message.meta["isMeta"] = True
+    if kind == "attachment":
+        message.meta["queued"] = True
     return message
 
 
-def _continues(pending: Message, part: Message) -> bool:
+def continues(pending: Message, part: Message) -> bool:
+    """Whether ``part`` is another record of the response ``pending`` is the start of."""
     return (
         part.role == "assistant"
         and part.id is not None
         and part.id == pending.id
         and part.is_sidechain == pending.is_sidechain
     )
+
+
+class Assembler:
+    """Records to conversation items, one at a time: what both Claude Code readers share (the
+    whole-file :func:`read` and the hook's incremental reader).
+
+    :meth:`classify` says what a record is (and counts what is skipped), :meth:`decode` makes
+    the message of a conversation record, :meth:`add` merges the records one response was split
+    into (the last assistant message is held back as ``pending`` until a record that does not
+    continue it arrives) and :meth:`flush` releases it. Side-chain records go to
+    :meth:`sidechain`: a sub-agent's work is summarised onto the result of the call that started
+    it (:mod:`memframe.transcripts.subagents`), not dropped.
+    """
+
+    def __init__(
+        self,
+        stats: ReadStats,
+        *,
+        transcript: Path | None = None,
+        known_calls: Mapping[str, ToolUseBlock] | None = None,
+    ) -> None:
+        self.stats = stats
+        self.pending: Message | None = None
+        self.runs = SubagentRuns(transcript)
+        self.calls: dict[str, ToolUseBlock] = {}  # sub-agent calls waiting for their result
+        self.known_calls = known_calls if known_calls is not None else {}
+
+    def classify(self, record: Mapping[str, Any]) -> str:
+        """``"sidechain"``, ``"boundary"``, ``"message"`` or ``"skip"`` (counted in stats)."""
+        if record.get("isSidechain") is True:
+            return "sidechain"
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            self.stats.skip("untyped")
+            return "skip"
+        if kind == "system":
+            subtype = _str(record.get("subtype"))
+            if subtype == "compact_boundary":
+                return "boundary"
+            self.stats.skip(f"system:{subtype}" if subtype else "system")
+            return "skip"
+        if kind in MESSAGE_TYPES or (kind == "attachment" and _queued_body(record) is not None):
+            return "message"
+        self.stats.skip(kind if kind in IGNORED_TYPES else f"unknown:{kind}")
+        return "skip"
+
+    def sidechain(self, record: Mapping[str, Any], line_no: int) -> None:
+        """A sub-agent's record (Claude Code 1.x writes them into the session file)."""
+        self.stats.skipped_sidechain += 1
+        kind = record.get("type")
+        message = (
+            message_of(record, line_no) if isinstance(kind, str) and kind in MESSAGE_TYPES else None
+        )
+        self.runs.feed(record, message)
+
+    def decode(self, record: Mapping[str, Any], line_no: int) -> Message | None:
+        message = message_of(record, line_no, self.stats)
+        if message is None:
+            return None
+        if message.role == "assistant":
+            for call in message.tool_uses:
+                if call.name in SUBAGENT_TOOLS:
+                    self.calls[call.id] = call
+        elif message.tool_results:
+            self._attach(message, record)
+        return message
+
+    def _attach(self, message: Message, record: Mapping[str, Any]) -> None:
+        calls: dict[str, ToolUseBlock] = {}
+        for result in message.tool_results:
+            call = self.calls.pop(result.tool_use_id, None) or self.known_calls.get(
+                result.tool_use_id
+            )
+            if call is None and self.pending is not None:
+                call = next((c for c in self.pending.tool_uses if c.id == result.tool_use_id), None)
+            if call is not None:
+                calls[result.tool_use_id] = call
+        if calls:
+            attach(message, calls, self.runs, record)
+
+    def add(self, message: Message) -> list[Message]:
+        """The messages completed by ``message``: the held-back one, and ``message`` itself
+        unless it is held back in turn."""
+        if self.pending is not None and continues(self.pending, message):
+            # One response split over records: blocks add up; each record repeats the usage
+            # as it stood when written, so the last one is the complete count.
+            self.pending.content = self.pending.content + message.content
+            self.pending.wire_content = None  # no longer one host dict: rebuild from the blocks
+            if message.usage is not None:
+                self.pending.usage = message.usage
+            return []
+        done = self.flush()
+        if message.role == "assistant" and message.id is not None:
+            self.pending = message
+        else:
+            done.append(message)
+        return done
+
+    def flush(self) -> list[Message]:
+        """The held-back message, if any."""
+        if self.pending is None:
+            return []
+        pending, self.pending = self.pending, None
+        return [pending]
 
 
 def read(
@@ -232,50 +378,29 @@ def read(
     chain = _Chain()
     chain.scan(path, max_record_bytes)
     chain.walk(stats)
-    pending: Message | None = None  # an assistant message that later records may extend
+    assembler = Assembler(stats, transcript=Path(path))
     records = iter_records(path, max_record_bytes=max_record_bytes, problems=stats.problems)
     for line_no, record in records:
-        sidechain = record.get("isSidechain") is True
-        if sidechain and not include_sidechains:
-            stats.skipped_sidechain += 1
-            continue
-        kind = record.get("type")
-        if not isinstance(kind, str):
-            stats.skip("untyped")
-            continue
-        if kind == "system":
-            subtype = _str(record.get("subtype"))
-            if subtype != "compact_boundary":
-                stats.skip(f"system:{subtype}" if subtype else "system")
+        what = assembler.classify(record)
+        sidechain = what == "sidechain"
+        if sidechain:
+            if not include_sidechains:
+                assembler.sidechain(record, line_no)
                 continue
-        elif kind not in MESSAGE_TYPES:
-            stats.skip(kind if kind in IGNORED_TYPES else f"unknown:{kind}")
+            kind = record.get("type")
+            if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+                stats.skip(f"sidechain:{kind}")
+                continue
+            what = "message"
+        elif what == "skip":
             continue
         if not sidechain and not chain.admit(record, stats):
             continue
-        if kind == "system":
-            if pending is not None:
-                yield pending
-                pending = None
-            yield _boundary(record, line_no)
+        if what == "boundary":
+            yield from assembler.flush()
+            yield boundary_of(record, line_no)
             continue
-        message = _message(record, kind, line_no, stats)
-        if message is None:
-            continue
-        if pending is not None and _continues(pending, message):
-            # One response split over records: blocks add up; each record repeats the usage
-            # as it stood when written, so the last one is the complete count.
-            pending.content = pending.content + message.content
-            pending.wire_content = None  # no longer one host dict: rebuild from the blocks
-            if message.usage is not None:
-                pending.usage = message.usage
-            continue
-        if pending is not None:
-            yield pending
-            pending = None
-        if message.role == "assistant" and message.id is not None:
-            pending = message
-        else:
-            yield message
-    if pending is not None:
-        yield pending
+        message = assembler.decode(record, line_no)
+        if message is not None:
+            yield from assembler.add(message)
+    yield from assembler.flush()
