@@ -16,6 +16,7 @@ from memframe.executor import BackgroundExecutor
 from memframe.layers import BUILTIN_LAYERS
 from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key
+from memframe.privacy import personal_kinds
 from memframe.remote_config import DEFAULT_TTL, RemoteConfig
 from memframe.session import STATE_FILE, Session, SessionNotFoundError, validate_session_id
 
@@ -61,6 +62,8 @@ class MemoryFrame:
         self._model: ModelBackend | None = None
         self._model_lock = threading.Lock()
         self._memory_location: MemoryLocation | None = None  # memframe.memdir.locate caches it
+        # the personal data kept out of memory (settings ``privacy.redact``), checked at open
+        self.personal_kinds: frozenset[str] = personal_kinds(config.settings)
         self.remote_config = RemoteConfig(self, ttl=_remote_ttl(config.settings))
         for dotted in builtin_layers:
             self.manager.load_dotted(dotted, frame=self)

@@ -1,7 +1,8 @@
 """Layer settings: a frozen dataclass per layer, filled from its object in settings.json.
 
 Each field's type says what is accepted (``bool``, ``int``, ``float``, ``str``); ``metadata``
-may add ``min`` (default 0) and ``choices``. Unknown keys and wrong values are a
+may add ``min`` (default 0) and ``choices``; a ``tuple[str, ...]`` field takes a JSON list of
+strings, each one of ``metadata["items"]`` when that is given. Unknown keys and wrong values are a
 :class:`~memframe.config.ConfigError` naming the setting, so a typo fails ``memframe.open()``
 instead of being ignored.
 """
@@ -18,7 +19,14 @@ from memframe.config import ConfigError
 T = TypeVar("T")
 
 
+def _is_list(kind: Any) -> bool:
+    return typing.get_origin(kind) is tuple
+
+
 def _expected(kind: Any, metadata: Mapping[str, Any]) -> str:
+    if _is_list(kind):
+        items = metadata.get("items")
+        return "a list of " + ("any of " + ", ".join(map(str, items)) if items else "strings")
     if kind is bool:
         return "true or false"
     if "choices" in metadata:
@@ -28,6 +36,11 @@ def _expected(kind: Any, metadata: Mapping[str, Any]) -> str:
 
 
 def _valid(kind: Any, metadata: Mapping[str, Any], value: Any) -> bool:
+    if _is_list(kind):
+        items = metadata.get("items")
+        return isinstance(value, list) and all(
+            isinstance(v, str) and (items is None or v in items) for v in value
+        )
     if kind is bool:
         return isinstance(value, bool)
     if isinstance(value, bool):
@@ -54,6 +67,7 @@ def checked(cls: type[T], base: T, values: Mapping[str, Any], where: str) -> T:
             raise ConfigError(
                 f"{where}: {key!r} must be {_expected(hints[key], metadata)}, got {value!r}"
             )
+    values = {k: tuple(v) if _is_list(hints[k]) else v for k, v in values.items()}
     return dataclasses.replace(base, **values)  # type: ignore[type-var]
 
 

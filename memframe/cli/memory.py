@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     doctor = actions.add_parser("doctor", help="check the directory; exit 1 when unhealthy")
     doctor.add_argument("--stale-days", type=int, default=90, help="report older memories")
     doctor.add_argument("--json", action="store_true", help="print JSON")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="redact the secrets and personal data found in memory files and MEMORY.md",
+    )
     for sub in (listing, show, add, forget, doctor):
         add_frame_arguments(sub)
 
@@ -68,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
                     args.type,
                     text,
                     scope="team" if args.team else None,
+                    scanner=frame.secret_scanner(),
+                    personal=frame.personal_kinds,
                 )
                 if saved is None:
                     duplicate = store.duplicate_of(text)
@@ -79,7 +86,12 @@ def run(args: argparse.Namespace) -> int:
             if args.action == "forget":
                 print(f"forgot {store.forget(args.ref)}")
                 return EXIT_OK
-            report = store.doctor(stale_days=args.stale_days)
+            report = store.doctor(
+                stale_days=args.stale_days,
+                scanner=frame.secret_scanner(),
+                personal=frame.personal_kinds,
+                fix=args.fix,
+            )
             _print_doctor(store, report, args.json)
             return EXIT_OK if report.healthy else EXIT_FAILURE
         except KeyError as exc:
@@ -145,6 +157,8 @@ def _print_doctor(store: MemoryStore, report: object, as_json: bool) -> None:
         "bad_permissions": "bad permissions",
         "unreadable": "unreadable files",
         "unknown_types": "unknown types",
+        "private_data": "secrets or personal data (memframe memory doctor --fix redacts them)",
+        "fixed": "redacted",
     }
     for key, label in labels.items():
         items = data[key]

@@ -159,7 +159,7 @@ class ExtractMemoriesLayer:
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
             # the store writes them (dedupe, index, lock); deletions are not this layer's job
             guarded, notes = redact_private_data(
-                self.store.root, changes, self.frame.secret_scanner()
+                self.store.root, changes, self.frame.secret_scanner(), self.frame.personal_kinds
             )
             redacted.extend(notes)
             staged.update({p: t for p, t in guarded.items() if t is not None})

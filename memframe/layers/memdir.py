@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from memframe._fs import atomic_write_text
 from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import settings_from
@@ -57,8 +58,9 @@ class MemdirLayer:
 
     @hookimpl
     def on_tool_use(self, session: Session, tool_use: ToolUseBlock) -> None:
-        """The agent wrote a memory file itself: give it its index line."""
-        if tool_use.name not in ("Write", "Edit", "MultiEdit"):
+        """The agent wrote a memory file itself: redact what must not be in memory (secrets,
+        personal data), then give it its index line."""
+        if tool_use.name not in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
             return
         target = tool_use.input.get("file_path")
         if not isinstance(target, str) or not target:
@@ -69,7 +71,23 @@ class MemdirLayer:
         except ValueError:
             return
         if self.store.placeable(relative):
+            self._redact_in_place(path, relative)
             self.store.reindex([path])
+
+    def _redact_in_place(self, path: Path, relative: str) -> None:
+        from memframe.memdir.guard import scrub
+
+        with self.store.locked():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return
+            clean, labels = scrub(text, self.frame.secret_scanner(), self.frame.personal_kinds)
+            if labels:
+                atomic_write_text(path, clean)
+                log.warning(
+                    "memdir: redacted %s from %s, written by the agent", ", ".join(labels), relative
+                )
 
     def relevant(self, session: Session, prompt: str) -> str:
         """Up to ``max_relevant`` memories for ``prompt`` not surfaced before in the session."""

@@ -202,7 +202,9 @@ class SessionMemoryLayer:
 
         def private(changes: dict[Path, str | None]) -> dict[Path, str | None]:
             # the notes are injected at compaction: no secret or personal datum goes in
-            guarded, notes = redact_private_data(path.parent, changes, self.frame.secret_scanner())
+            guarded, notes = redact_private_data(
+                path.parent, changes, self.frame.secret_scanner(), self.frame.personal_kinds
+            )
             redacted.extend(notes)
             return guarded
 

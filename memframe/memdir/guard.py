@@ -1,27 +1,30 @@
 """Nothing private into memory: every memory file, index line and session note is saved with
 the secrets the scanner finds and the personal data :mod:`memframe.privacy` finds (e-mail
-addresses, phone numbers) replaced by ``[REDACTED]`` — private memories too, since they are
+addresses, phone numbers, postal addresses; which ones is the ``privacy.redact`` setting)
+replaced by ``[REDACTED]`` — private memories too, since they are
 injected into every prompt. Team memory stays safe to sync instead of being held back by the
 sync gate forever."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memframe.privacy import find_personal
+from memframe.privacy import PERSONAL_KINDS, find_personal
 from memframe.scanner import redact_spans
 
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
 
 
-def scrub(text: str, scanner: SecretScanner) -> tuple[str, list[str]]:
-    """``text`` with every secret and personal datum redacted, and what was found (rule ids,
-    then ``email`` / ``phone``), each once."""
+def scrub(
+    text: str, scanner: SecretScanner, kinds: Collection[str] = PERSONAL_KINDS
+) -> tuple[str, list[str]]:
+    """``text`` with every secret and personal datum (of ``kinds``) redacted, and what was
+    found (rule ids, then ``address`` / ``email`` / ``phone``), each once."""
     found = scanner.find(text)  # one pass: the rules to report and the spans to redact
-    personal = find_personal(text)
+    personal = find_personal(text, kinds)
     if not found and not personal:
         return text, []
     spans = [(f.secret_start, f.secret_end) for f in found] + [(a, b) for a, b, _ in personal]
@@ -31,7 +34,10 @@ def scrub(text: str, scanner: SecretScanner) -> tuple[str, list[str]]:
 
 
 def redact_private_data(
-    root: Path, changes: Mapping[Path, str | None], scanner: SecretScanner
+    root: Path,
+    changes: Mapping[Path, str | None],
+    scanner: SecretScanner,
+    kinds: Collection[str] = PERSONAL_KINDS,
 ) -> tuple[dict[Path, str | None], list[str]]:
     """``changes`` (files under the memory directory ``root`` → new text, ``None``: deleted)
     with :func:`scrub` applied to every file, and one note per file redacted
@@ -40,7 +46,7 @@ def redact_private_data(
     notes: list[str] = []
     for path, text in changes.items():
         if text is not None:
-            text, labels = scrub(text, scanner)
+            text, labels = scrub(text, scanner, kinds)
             if labels:
                 try:
                     relative = path.relative_to(root).as_posix()

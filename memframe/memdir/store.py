@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memframe._fs import atomic_write_text, ensure_private_dir, exclusive_lock
 from memframe.memdir.files import (
@@ -26,6 +27,10 @@ from memframe.memdir.files import (
     slugify,
 )
 from memframe.memdir.index import INDEX_FILE, index_line, indexed_files, update_index
+from memframe.privacy import PERSONAL_KINDS
+
+if TYPE_CHECKING:
+    from memframe.scanner import SecretScanner
 
 LOCK_FILE = ".memframe.lock"
 MAX_MEMORY_BYTES = 250_000
@@ -45,11 +50,15 @@ class DoctorReport:
     bad_permissions: list[str] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
     unknown_types: list[str] = field(default_factory=list)
+    # files holding a secret or personal data ("file: rule-id, email"); ``--fix`` redacts them
+    private_data: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)  # files ``--fix`` redacted
 
     @property
     def healthy(self) -> bool:
         return not (
-            self.over_limit
+            self.private_data
+            or self.over_limit
             or self.orphans
             or self.dangling
             or self.duplicates
@@ -141,17 +150,20 @@ class MemoryStore:
         body: str,
         *,
         scope: str | None = None,
+        scanner: SecretScanner | None = None,
+        personal: Collection[str] = PERSONAL_KINDS,
     ) -> Memory | None:
         """Save a new memory and index it; ``None`` when an equal memory already exists. Secrets
-        and personal data (e-mail addresses, phone numbers) are redacted first
+        (``scanner``, the bundled rules by default) and personal data (``personal``: e-mail
+        addresses, phone numbers, postal addresses) are redacted first
         (:func:`memframe.memdir.guard.scrub`)."""
         from memframe.memdir.guard import scrub
         from memframe.scanner import default_scanner
 
-        scanner = default_scanner()
-        name, _ = scrub(name, scanner)
-        description, _ = scrub(description, scanner)
-        body, _ = scrub(body, scanner)
+        scanner = scanner or default_scanner()
+        name, _ = scrub(name, scanner, personal)
+        description, _ = scrub(description, scanner, personal)
+        body, _ = scrub(body, scanner, personal)
         text = render_memory(name, description, kind, body)
         if len(text.encode("utf-8")) > MAX_MEMORY_BYTES:
             raise MemoryFormatError(f"a memory is limited to {MAX_MEMORY_BYTES:,} bytes")
@@ -283,16 +295,19 @@ class MemoryStore:
         """Index lines for files written by someone else (an agent): added or refreshed; lines
         of files that no longer exist are dropped."""
         with self.locked():
-            present: dict[str, Memory] = {}
-            gone: list[str] = []
-            for path in paths:
-                relative = path.relative_to(self.root).as_posix()
-                if path.is_file():
-                    with contextlib.suppress(OSError, UnicodeDecodeError, MemoryFormatError):
-                        present[relative] = self.read(path)
-                else:
-                    gone.append(relative)
-            self._index(present, gone)
+            self._reindex(paths)
+
+    def _reindex(self, paths: Iterable[Path]) -> None:
+        present: dict[str, Memory] = {}
+        gone: list[str] = []
+        for path in paths:
+            relative = path.relative_to(self.root).as_posix()
+            if path.is_file():
+                with contextlib.suppress(OSError, UnicodeDecodeError, MemoryFormatError):
+                    present[relative] = self.read(path)
+            else:
+                gone.append(relative)
+        self._index(present, gone)
 
     def rebuild_index(self, memories: list[Memory] | None = None) -> str:
         """Rewrite ``MEMORY.md`` from the files: one line per memory, grouped by type, newest
@@ -331,7 +346,38 @@ class MemoryStore:
 
     # -- health --------------------------------------------------------------------------------
 
-    def doctor(self, stale_days: int = 90, now: float | None = None) -> DoctorReport:
+    def doctor(
+        self,
+        stale_days: int = 90,
+        now: float | None = None,
+        *,
+        scanner: SecretScanner | None = None,
+        personal: Collection[str] = PERSONAL_KINDS,
+        fix: bool = False,
+    ) -> DoctorReport:
+        """The directory's health. Every memory file and the index are scanned for secrets
+        (``scanner``, the bundled rules by default) and personal data (``personal``); with
+        ``fix`` the files that hold some are redacted in place (atomically, under the lock)
+        and re-indexed, and are no longer reported."""
+        from memframe.scanner import default_scanner
+
+        scanner = scanner or default_scanner()
+        if fix:
+            with self.locked():
+                report = self._doctor(stale_days, now, scanner, personal, fix=True)
+            return report
+        return self._doctor(stale_days, now, scanner, personal, fix=False)
+
+    def _doctor(
+        self,
+        stale_days: int,
+        now: float | None,
+        scanner: SecretScanner,
+        personal: Collection[str],
+        *,
+        fix: bool,
+    ) -> DoctorReport:
+        from memframe.memdir.guard import scrub
         from memframe.memdir.index import MAX_BYTES, MAX_LINES
 
         now = time.time() if now is None else now
@@ -360,6 +406,24 @@ class MemoryStore:
             if not memory.known_type:
                 report.unknown_types.append(f"{relative} (type {memory.type!r})")
         report.duplicates = sorted(sorted(g) for g in by_body.values() if len(g) > 1)
+        redacted: list[Path] = []
+        for relative, path in sorted([*files.items(), (INDEX_FILE, self.index_path)]):
+            try:
+                original = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # missing index, or already reported as unreadable
+            clean, labels = scrub(original, scanner, personal)
+            if not labels:
+                continue
+            if fix:
+                atomic_write_text(path, clean)
+                report.fixed.append(f"{relative}: {', '.join(labels)}")
+                if path != self.index_path:
+                    redacted.append(path)
+            else:
+                report.private_data.append(f"{relative}: {', '.join(labels)}")
+        if redacted:
+            self._reindex(redacted)
         for path in [self.root, *files.values(), self.index_path]:
             if not path.exists():
                 continue

@@ -685,3 +685,18 @@ def test_state_records_survive_in_the_state_file(ex_frame):
     assert saved["extract_memories"]["cursor"] == 2
     assert saved["extract_memories"]["runs"][0]["status"] == "saved"
     assert os.stat(session.dir / "state.json").st_mode & 0o077 == 0
+
+
+def test_the_prompts_say_never_to_save_credentials_or_personal_data(ex_frame):
+    backend = ScriptedBackend("Nothing worth saving.")
+    frame = ex_frame(layers=[with_backend(backend)], model=backend.name)
+    session = frame.session("s1")
+    instructions = "\n".join(b.text for b in session.context_blocks(None) if b.title == "Memory")
+    turn(session, "We deploy with make deploy; the staging token is in 1Password.")
+    frame.flush()
+    (request,) = backend.requests
+    content = request.messages[-1]["content"]
+    asked = content if isinstance(content, str) else " ".join(b["text"] for b in content)
+    for text in (" ".join(instructions.split()), " ".join(asked.split())):
+        assert "credentials" in text and "personal data" in text
+        assert "phone numbers" in text and "postal addresses" in text

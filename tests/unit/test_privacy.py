@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from memframe.config import ConfigError
 from memframe.memdir import MemoryStore
 from memframe.memdir.guard import redact_private_data, scrub
-from memframe.privacy import find_personal
+from memframe.privacy import find_personal, personal_kinds
 from memframe.scanner import default_scanner
+from memframe.testing import open_test_frame
 
 # A GitHub classic PAT shape (ghp_ + 36 base62), assembled so no scanner flags this file.
 TOKEN = "ghp_" + "N7x2QpL9vR4sT1uW8yZ3aB6cD0eF5gH2jK4m"
@@ -21,6 +23,17 @@ PERSONAL = [
     ("office 212-555-0187", "212-555-0187", "phone"),
     ("+1.415.555.0199 is the on-call line", "+1.415.555.0199", "phone"),
     ("mail jane.doe+ci@acme-corp.io please", "jane.doe+ci@acme-corp.io", "email"),
+    ("send it to 221B Baker Street, London", "221B Baker Street", "address"),
+    (
+        "we moved to 350 Fifth Avenue, Apt 5B, New York, NY 10118 last week",
+        "350 Fifth Avenue, Apt 5B, New York, NY 10118",
+        "address",
+    ),
+    ("HQ: 1600 Amphitheatre Pkwy, Mountain View", "1600 Amphitheatre Pkwy", "address"),
+    ("meine Adresse: Musterstraße 12, 10115 Berlin.", "Musterstraße 12, 10115 Berlin", "address"),
+    ("the office is at Alte Gasse 3a now", "Alte Gasse 3a", "address"),
+    ("livraison au 12 rue de la Paix, merci", "12 rue de la Paix", "address"),
+    ("invoices go to PO Box 4471", "PO Box 4471", "address"),
 ]
 NOT_PERSONAL = [
     "released 2026-12-01 at 10:42:07",
@@ -30,6 +43,10 @@ NOT_PERSONAL = [
     "version 5.4.12 and 10.0.2",
     "order id 41552301877 shipped",
     "pip install memframe==0.1.0",
+    "42 tests passed on the main branch",
+    "see section 3 Street Fighter for the lore",  # no street type after the words
+    "ran 12 benchmarks in the Berlin region",
+    "port 8080 on the staging host",
 ]
 
 
@@ -80,3 +97,48 @@ def test_agent_changes_are_scrubbed_private_and_team(tmp_path: Path) -> None:
     assert guarded[root / "team" / "ops.md"] == "deploy token [REDACTED]"
     assert guarded[root / "old.md"] is None
     assert notes == ["mine.md: email", "team/ops.md: github-pat"]
+
+
+def test_which_kinds_are_redacted_is_a_setting(tmp_path: Path) -> None:
+    text = "Sam: sam@corp.io, +44 20 7946 0958, 221B Baker Street"
+    assert personal_kinds({}) == {"email", "phone", "address"}
+    only_mail = personal_kinds({"privacy": {"redact": ["email"]}})
+    assert [k for _, _, k in find_personal(text, only_mail)] == ["email"]
+    redacted, labels = scrub(text, default_scanner(), only_mail)
+    assert labels == ["email"] and "Baker Street" in redacted and "sam@corp.io" not in redacted
+    assert personal_kinds({"privacy": {"redact": []}}) == frozenset()
+    for bad in ({"redact": ["emails"]}, {"redact": "email"}, {"keep": []}, []):
+        with pytest.raises(ConfigError, match="privacy"):
+            personal_kinds({"privacy": bad})
+
+
+def test_a_bad_privacy_setting_stops_the_frame(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "settings.json").write_text('{"privacy": {"redact": ["postal"]}}')
+    with pytest.raises(ConfigError, match=r"settings 'privacy': 'redact' must be a list of any"):
+        open_test_frame(tmp_path)
+
+
+def test_a_memory_the_agent_writes_itself_is_scrubbed(tmp_path: Path) -> None:
+    from memframe.messages import ToolUseBlock
+
+    frame = open_test_frame(tmp_path, builtin_layers=["memframe.layers.memdir:MemdirLayer"])
+    try:
+        from memframe.memdir import locate
+
+        root = locate(frame).path
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / "deploy.md"
+        path.write_text(
+            "---\nname: Deploy contact\ndescription: call +44 20 7946 0958\ntype: reference\n"
+            f"---\nSam (sam@corp.io) deploys with {TOKEN}.\n"
+        )
+        frame.session("s1").on_tool_use(ToolUseBlock("t1", "Write", {"file_path": str(path)}))
+        saved = path.read_text()
+        index = (root / "MEMORY.md").read_text()
+        for private in (TOKEN, "sam@corp.io", "7946"):
+            assert private not in saved and private not in index
+        assert "deploy.md" in index and "Sam ([REDACTED]) deploys" in saved
+    finally:
+        frame.close()
