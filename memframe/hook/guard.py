@@ -2,11 +2,15 @@
 
 Team memory is shared through the team server, so a secret written there would leave the
 machine at the next push. Before a ``Write``, ``Edit``, ``MultiEdit`` or ``NotebookEdit`` whose
-target resolves (symlinks included) inside the team directory runs, the text it would put there
-is scanned with the bundled rules and the user's ``rules_file``; a match refuses the call.
-Writes anywhere else pass without being scanned. (Rules that layers add through
-``register_rules`` are applied by team sync's own scan before each push, and the server scans
-again.)
+target resolves (symlinks included) inside the team directory runs, the new text is scanned
+with the bundled rules and the user's ``rules_file``, and for ``Edit`` and ``MultiEdit`` so is
+the file *as it would be after the call*; a match refuses the call. Judging the result, not
+only the fragment, catches a secret assembled by edits (a ``Write`` of ``ghp_<half>-<half>``,
+then an ``Edit`` removing the ``-``). A ``NotebookEdit`` writes a whole cell, its new source is
+the fragment. An edit whose ``old_string`` is not in the file fails in the host anyway; its
+fragment is still scanned. Writes anywhere else pass without being scanned. (Rules that layers
+add through ``register_rules`` are applied by team sync's own scan before each push, and the
+server scans again.)
 """
 
 from __future__ import annotations
@@ -61,6 +65,41 @@ def written_text(tool_name: str, tool_input: Mapping[str, Any]) -> list[str]:
     return texts
 
 
+def _replace(text: str, edit: Mapping[str, Any]) -> str | None:
+    old, new = edit.get("old_string"), edit.get("new_string")
+    if not isinstance(old, str) or not isinstance(new, str) or not old or old not in text:
+        return None
+    return text.replace(old, new) if edit.get("replace_all") is True else text.replace(old, new, 1)
+
+
+MAX_RESULT_BYTES = 8 * 1024 * 1024  # a file larger than this is judged by its fragments only
+
+
+def result_text(tool_name: str, tool_input: Mapping[str, Any], target: Path) -> str | None:
+    """The file's text after an ``Edit``/``MultiEdit`` (``None`` when it cannot be computed:
+    no such file, unreadable, too large, or an edit that does not apply). A ``NotebookEdit``
+    replaces or inserts a whole cell, so its new source is the fragment to judge."""
+    if tool_name not in ("Edit", "MultiEdit"):
+        return None
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(MAX_RESULT_BYTES + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_RESULT_BYTES:
+        return None
+    text = data.decode("utf-8", "replace")
+    edits = [tool_input] if tool_name == "Edit" else tool_input.get("edits")
+    if not isinstance(edits, list):
+        return None
+    current: str | None = text
+    for edit in edits:
+        if not isinstance(edit, Mapping) or current is None:
+            return None
+        current = _replace(current, edit)
+    return current
+
+
 def secrets_in(texts: list[str], config: Config) -> list[str]:
     """Ids of the rules that match any of ``texts``, in rule order, each once."""
     from memframe.scanner import SecretScanner, rules_for_settings
@@ -87,6 +126,9 @@ def check_write(
     if target is None or not inside(target, team_dir):
         return []
     texts = written_text(tool_name, tool_input)
+    after = result_text(tool_name, tool_input, target)
+    if after is not None:
+        texts.append(after)
     return secrets_in(texts, config) if texts else []
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -640,6 +641,45 @@ def test_every_write_tool_is_guarded(hook_env, tool):
     target = str(hook_env.memory_dir() / "team" / "notes.md")
     result = _pre(hook_env, name, build(target, _aws_secret()))
     assert result.returncode == 2 and b"aws-access-token" in result.stderr
+
+
+def _github_pat() -> str:
+    text = next(v.text for v in positives() if v.rule_id == "github-pat")
+    found = re.search(r"ghp_[A-Za-z0-9]{36}", text)
+    assert found is not None
+    return found.group()
+
+
+@pytest.mark.parametrize("tool", ["Edit", "MultiEdit"])
+def test_a_secret_assembled_by_an_edit_is_refused(hook_env, tool):
+    """A Write of a token split by ``-`` (no rule matches) passes; an edit that removes the
+    ``-`` would assemble it in team/: the file as it would be after the edit is judged."""
+    token = _github_pat()
+    split = f"{token[:22]}-{token[22:]}"
+    team = hook_env.memory_dir() / "team"
+    team.mkdir(parents=True, exist_ok=True)
+    target = team / "deploy.md"
+    written = _pre(hook_env, "Write", {"file_path": str(target), "content": f"key {split}\n"})
+    assert written.returncode == 0, written.stderr  # the fragment alone is no secret
+    target.write_text(f"key {split}\n")
+    edit = {"old_string": "-", "new_string": ""}
+    tool_input: dict[str, Any] = {
+        "Edit": {"file_path": str(target), **edit},
+        "MultiEdit": {
+            "file_path": str(target),
+            "edits": [{"old_string": "x", "new_string": "x"}, edit],
+        },
+    }[tool]
+    if tool == "MultiEdit":
+        target.write_text(f"x key {split}\n")
+    refused = _pre(hook_env, tool, tool_input)
+    assert refused.returncode == 2, refused.stderr
+    assert b"github-pat" in refused.stderr
+    # the same edit outside team/ is none of the guard's business
+    private = hook_env.memory_dir() / "deploy.md"
+    private.write_text(f"key {split}\n")
+    outside = {**tool_input, "file_path": str(private)}
+    assert _pre(hook_env, tool, outside).returncode == 0
 
 
 def test_team_paths_are_resolved_before_the_check(hook_env):
