@@ -55,9 +55,22 @@ class LayerFailure:
     error: Exception
 
 
+class RegistrationError(LayerLoadError):
+    """A registration hook (``register_rules``, ``register_model_backends``,
+    ``register_commands``) went wrong in one or more layers: an invalid registration, or the
+    layer's hook raised. ``problems`` names each layer and what was wrong; memframe does not run
+    with part of what was configured."""
+
+    def __init__(self, hook: str, problems: list[str]) -> None:
+        self.hook = hook
+        self.problems = problems
+        super().__init__(f"{hook}: " + "; ".join(problems))
+
+
 class _CallFrame(threading.local):
     def __init__(self) -> None:
         self.collectors: list[list[LayerFailure]] = []
+        self.layers: list[str] = []  # the layers whose hook implementation is running
 
 
 def _check_context_result(result: Any) -> None:
@@ -253,6 +266,7 @@ class LayerManager(pluggy.PluginManager):
         def guarded(*args: Any, **kwargs: Any) -> Any:
             # pluggy passes parameters that declare a default as keywords.
             started = time.perf_counter() if trace else 0.0
+            calls.layers.append(layer)
             try:
                 result = function(*args, **kwargs)
                 if check is not None and result is not None:
@@ -266,6 +280,7 @@ class LayerManager(pluggy.PluginManager):
                     report_now(failure)
                 return None
             finally:
+                calls.layers.pop()
                 if trace:
                     micros = (time.perf_counter() - started) * 1e6
                     print(f"memframe trace: {hook} layer={layer} {micros:.1f}µs", file=sys.stderr)
@@ -293,6 +308,36 @@ class LayerManager(pluggy.PluginManager):
         if collected:
             self.report(collected, kwargs.get("session"))
         return results
+
+    def collect(self, hook: str, accept: Callable[..., None], /, **kwargs: Any) -> None:
+        """Call the registration hook ``hook``, handing each layer a ``register`` callback that
+        passes its arguments to ``accept``. Nothing goes wrong silently: an ``accept`` that
+        raises (an invalid registration) does not raise inside the layer — which could swallow
+        it — but is collected with the layer's name, as is a layer whose hook raised; after the
+        call, any problem raises one :class:`RegistrationError` naming them all."""
+        problems: list[str] = []
+        calls = self._calls
+
+        def register(*args: Any, **kw: Any) -> None:
+            layer = calls.layers[-1] if calls.layers else "?"
+            try:
+                accept(*args, **kw)
+            except Exception as exc:  # every kind of bad registration is the layer's problem
+                problems.append(f"layer {layer!r}: {exc}")
+
+        caller = getattr(self.hook, hook)
+        collected: list[LayerFailure] = []
+        calls.collectors.append(collected)
+        try:
+            caller(register=register, **kwargs)
+        finally:
+            calls.collectors.pop()
+        problems.extend(
+            f"layer {f.layer!r}: the hook raised {type(f.error).__name__}: {f.error}"
+            for f in collected
+        )
+        if problems:
+            raise RegistrationError(hook, problems)
 
     def report(
         self,

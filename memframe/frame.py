@@ -72,6 +72,7 @@ class MemoryFrame:
         if config.autoload_plugins:
             self.manager.load_entry_points(frame=self, only=config.plugins)
         self.manager.check()
+        self._check_rules()
         self.manager.call("on_frame_open", frame=self)
 
     def register_layer(self, name: str | None, layer: object) -> str:
@@ -87,16 +88,35 @@ class MemoryFrame:
         info = LayerInfo(label, "explicit", f"{cls.__module__}:{cls.__qualname__}")
         return self.manager.add_layer(layer, name=label, frame=self, info=info)
 
+    def _register_rules(self, register: Callable[[Any], None]) -> None:
+        self.manager.collect("register_rules", register)
+
+    def _check_rules(self) -> None:
+        """Fail closed at open: the ``rules_file`` setting and every rule layers register are
+        checked (without building the scanner); a bad one raises :class:`RuleError` /
+        :class:`~memframe._manager.RegistrationError` naming the file or layer, rule and field."""
+        from memframe.rules import Rule, load_rule_file, rule_from_mapping
+        from memframe.scanner import rules_file_setting
+
+        extra = rules_file_setting(self.config.settings)
+        if extra is not None:
+            load_rule_file(extra)
+
+        def check(rule: Any) -> None:
+            if not isinstance(rule, Rule):
+                rule_from_mapping(rule)
+
+        self._register_rules(check)
+
     def secret_scanner(self) -> SecretScanner:
         """The scanner for this frame: bundled rules + the ``rules_file`` setting + rules layers
-        register through ``register_rules``; built once per frame."""
+        register through ``register_rules``; built once per frame. A bad rule anywhere raises
+        instead of leaving the gate with fewer rules than configured."""
         if self._scanner is None:
             from memframe.scanner import SecretScanner, rules_for_settings
 
-            def call_register(register: Callable[[Any], None]) -> object:
-                return self.manager.call("register_rules", register=register)
-
-            self._scanner = SecretScanner(rules_for_settings(self.config.settings, call_register))
+            rules = rules_for_settings(self.config.settings, self._register_rules)
+            self._scanner = SecretScanner(rules)
         return self._scanner
 
     def model_backends(self) -> BackendRegistry:
@@ -107,10 +127,10 @@ class MemoryFrame:
         def register(name: str, factory: Callable[..., Any]) -> None:
             if name in from_layers:
                 raise ValueError(f"model backend {name!r} is registered twice")
-            from_layers.add(name)
             registry.register(name, factory)
+            from_layers.add(name)
 
-        self.manager.call("register_model_backends", register=register)
+        self.manager.collect("register_model_backends", register)
         return registry
 
     def model_backend(self) -> ModelBackend:

@@ -1,75 +1,18 @@
-"""BM25 ranking of short documents (memories) for a query, with weighted fields."""
+"""BM25 ranking of short documents (memories) for a query, with weighted fields.
+
+Query and documents are cut into terms by :func:`memframe.text.terms` (case-folded, stop words
+out, light stemming), the same words consolidation compares."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# Scripts written without spaces: every character is a term.
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "do",
-        "for",
-        "from",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
+from memframe.text import STOPWORDS, terms
 
-
-def terms(text: str) -> list[str]:
-    out: list[str] = []
-    for word in _WORD.findall(text.casefold()):
-        if _CJK.search(word):
-            out.extend(ch for ch in word)
-        elif word not in STOPWORDS and len(word) > 1:
-            out.append(word)
-    return out
+__all__ = ["STOPWORDS", "Document", "bm25", "terms"]
 
 
 @dataclass(frozen=True)

@@ -355,6 +355,16 @@ def find_files(paths: Iterable[str | Path], *, threads: int | None = None) -> li
     return default_scanner().find_files(paths, threads=threads)
 
 
+def rules_file_setting(settings: Mapping[str, Any]) -> Path | None:
+    """The ``rules_file`` setting as a path (``None`` when unset)."""
+    extra_file = settings.get("rules_file")
+    if extra_file is None:
+        return None
+    if not isinstance(extra_file, str) or not extra_file:
+        raise RuleError("the setting 'rules_file' must be a path string", source="settings")
+    return Path(extra_file).expanduser()
+
+
 def rules_for_settings(
     settings: Mapping[str, Any], register_rules: Callable[[Callable[[Any], None]], object]
 ) -> RuleSet:
@@ -363,11 +373,9 @@ def rules_for_settings(
     from memframe.rules import Rule, load_rule_file, merge, rule_from_mapping
 
     rules = load_rules()
-    extra_file = settings.get("rules_file")
+    extra_file = rules_file_setting(settings)
     if extra_file is not None:
-        if not isinstance(extra_file, str) or not extra_file:
-            raise RuleError("the setting 'rules_file' must be a path string", source="settings")
-        rules = merge(rules, load_rule_file(Path(extra_file).expanduser()))
+        rules = merge(rules, load_rule_file(extra_file))
     added: list[Rule] = []
 
     def register(rule: Any) -> None:

@@ -113,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_plugin_command(name: str, rest: list[str]) -> int | None:
     """Run a subcommand a layer registered through ``register_commands``; None if none did."""
+    from memframe._manager import RegistrationError
     from memframe.cli._common import open_frame_from_args
 
     found: dict[str, tuple[str, object, object]] = {}
@@ -126,7 +127,10 @@ def _run_plugin_command(name: str, rest: list[str]) -> int | None:
 
     frame_args = argparse.Namespace(project=".", home=None, strict=False)
     with open_frame_from_args(frame_args) as frame:
-        frame.manager.call("register_commands", register=register)
+        try:
+            frame.manager.collect("register_commands", register)
+        except RegistrationError as exc:
+            raise CommandError(str(exc)) from exc
     if name not in found:
         return None
     help_text, add_arguments, run = found[name]

@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         for label, items in (("deleted", result.deleted), ("rewritten", result.written)):
             for item in items:
                 print(f"  {label} {item}")
+        for line in result.report:  # what was merged or settled, and why
+            print(f"  {line}")
         if result.ran:
             print(f"  {result.memories} memories; MEMORY.md rebuilt")
     lock_held = not result.ran and result.reason.startswith("the lock")

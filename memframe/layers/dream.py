@@ -3,7 +3,8 @@
 The gates run cheapest first: 24 hours since the last consolidation (the lock file's mtime), at
 most one scan of the sessions per 10 minutes, at least 5 sessions active since then (not counting
 the current one), and the lock. The consolidation itself is a forked agent confined to the memory
-directory (offline: duplicate merge and absolute dates); its changes are applied under the
+directory (offline: contradictions settled in favour of the newer memory, duplicates merged,
+absolute dates); what it says it did is the result's ``report``; its changes are applied under the
 store's lock, the index is rebuilt within its limits, and a failure rolls the lock back.
 """
 
@@ -23,7 +24,7 @@ from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
 from memframe.memdir.guard import redact_private_data
 from memframe.memdir.lock import ConsolidationLock
-from memframe.models.base import ModelRequest, backend_supports
+from memframe.models.base import ModelBackend, ModelRequest, ModelResponse, backend_supports
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -54,6 +55,29 @@ class DreamResult:
     refused: list[str] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)  # team/ files saved with secrets redacted
     memories: int = 0
+    # what the consolidation said it did, line by line ("merged a.md into b.md …", "kept newer
+    # 'never …' over older 'always …'"): the text of every model turn
+    report: list[str] = field(default_factory=list)
+
+
+# What the offline backend answers once its own calls went through: not worth reporting.
+_ACKNOWLEDGEMENT = "done"
+
+
+class _Transcript:
+    """The model backend, noting the text of every answer (the consolidation's report)."""
+
+    def __init__(self, backend: ModelBackend) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.lines: list[str] = []
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        response = self.backend.complete(request)
+        text = response.text.strip()
+        if text and text != _ACKNOWLEDGEMENT:
+            self.lines.extend(line.strip() for line in text.splitlines() if line.strip())
+        return response
 
 
 class DreamLayer:
@@ -174,14 +198,15 @@ class DreamLayer:
 
         def take(changes: dict[Path, str | None]) -> dict[Path, str | None]:
             guarded, notes = redact_private_data(
-                self.store.root, changes, self.frame.secret_scanner()
+                self.store.root, changes, self.frame.secret_scanner(), self.frame.personal_kinds
             )
             redacted.extend(notes)
             staged.update(guarded)
             return {}
 
+        transcript = _Transcript(backend)
         agent = ForkedAgent(
-            backend,
+            transcript,
             Permission(
                 tools=frozenset({"Read", "Glob", "Grep", "Write", "Edit", "Delete"}),
                 directories=(self.store.root,),
@@ -201,4 +226,5 @@ class DreamLayer:
             refused=[f"{r.tool}: {r.reason}" for r in result.refused],
             redacted=redacted,
             memories=len(self.store.memory_paths()),
+            report=transcript.lines,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from memframe import hookimpl
+from memframe._manager import RegistrationError
 from memframe.context_blocks import ContextBlock
 from memframe.messages import Message, ToolUseBlock
 from memframe.testing import HookRecorder
@@ -226,43 +228,101 @@ def test_a_wrong_result_type_is_that_layers_failure(frame_factory, hook, bad, st
     assert isinstance(error.kwargs["error"], TypeError)
 
 
+class BrokenProvider:
+    @hookimpl(tryfirst=True)
+    def register_model_backends(self, register):
+        raise Boom("register_model_backends")
+
+    @hookimpl(tryfirst=True)
+    def register_rules(self, register):
+        raise Boom("register_rules")
+
+    @hookimpl(tryfirst=True)
+    def register_commands(self, register):
+        raise Boom("register_commands")
+
+
+GOOD_RULE = {"id": "good-token", "label": "Good", "regex": "(good_[a-z]{8})", "keywords": ["good_"]}
+
+
+class Provider:
+    @hookimpl
+    def register_model_backends(self, register):
+        register("offline")
+
+    @hookimpl
+    def register_rules(self, register):
+        register(GOOD_RULE)
+
+    @hookimpl
+    def register_commands(self, register):
+        register("offline")
+
+
 @pytest.mark.parametrize("hook", ["register_model_backends", "register_rules", "register_commands"])
-def test_a_raising_provider_hook_does_not_stop_the_others(frame_factory, hook):
-    class BrokenProvider:
-        @hookimpl(tryfirst=True)
-        def register_model_backends(self, register):
-            raise Boom("register_model_backends")
-
-        @hookimpl(tryfirst=True)
-        def register_rules(self, register):
-            raise Boom("register_rules")
-
-        @hookimpl(tryfirst=True)
-        def register_commands(self, register):
-            raise Boom("register_commands")
-
-    class Provider:
-        @hookimpl
-        def register_model_backends(self, register):
-            register("offline")
-
-        @hookimpl
-        def register_rules(self, register):
-            register("offline")
-
-        @hookimpl
-        def register_commands(self, register):
-            register("offline")
-
+def test_a_raising_provider_hook_called_directly_does_not_stop_the_others(frame_factory, hook):
+    """Through ``manager.call`` a registration hook is isolated like any other; memframe itself
+    registers through ``manager.collect``, which fails closed (below)."""
     recorder = HookRecorder()
-    frame = frame_factory(layers=[recorder, Provider(), ("broken", BrokenProvider())], strict=False)
+    frame = frame_factory(layers=[recorder, Provider()], strict=False)
+    frame.register_layer("broken", BrokenProvider())
     registered: list[str] = []
     frame.manager.call(hook, register=registered.append)
-    assert registered == ["offline"]
+    assert registered == [GOOD_RULE if hook == "register_rules" else "offline"]
     (error,) = recorder.of("on_layer_error")
     assert error.kwargs["layer"] == "broken"
     assert error.kwargs["hook"] == hook
     assert error.kwargs["session"] is None
+
+
+@pytest.mark.parametrize("hook", ["register_model_backends", "register_rules", "register_commands"])
+def test_a_registration_hook_fails_closed(frame_factory, hook):
+    """A layer whose registration hook raises, or that registers something invalid, stops what
+    needed the registrations, naming the layer: memframe never runs with part of them."""
+    frame = frame_factory(layers=[Provider()], strict=False)
+    frame.register_layer("broken", BrokenProvider())
+    registered: list[str] = []
+    with pytest.raises(RegistrationError) as caught:
+        frame.manager.collect(hook, registered.append)
+    assert caught.value.hook == hook
+    assert caught.value.problems == [f"layer 'broken': the hook raised Boom: boom in {hook}"]
+    # the others still ran: every problem is reported at once
+    assert registered == [GOOD_RULE if hook == "register_rules" else "offline"]
+
+
+def test_a_broken_rules_layer_stops_the_frame(frame_factory):
+    class BadRule:
+        @hookimpl
+        def register_rules(self, register):
+            # a layer that swallows errors cannot hide a bad rule
+            with contextlib.suppress(Exception):
+                register(
+                    {
+                        "id": "acme-key",
+                        "label": "Acme",
+                        "regex": "(?<!x)(acme_[a-z]{8})",
+                        "keywords": ["acme_"],
+                    }
+                )
+
+    with pytest.raises(RegistrationError, match=r"layer 'bad-rule': .*rule 'acme-key'.*'regex'"):
+        frame_factory(layers=[("bad-rule", BadRule())], strict=False)
+    with pytest.raises(RegistrationError, match=r"layer 'broken': the hook raised Boom"):
+        frame_factory(layers=[("broken", BrokenProvider())], strict=False)
+
+
+def test_a_backend_registered_twice_stops_the_registry(frame_factory):
+    class Twice:
+        @hookimpl
+        def register_model_backends(self, register):
+            register("acme", lambda options, env: None)
+            register("acme", lambda options, env: None)
+
+    frame = frame_factory(layers=[("twice", Twice())], strict=False)
+    with pytest.raises(
+        RegistrationError, match="layer 'twice': model backend 'acme' is registered twice"
+    ):
+        frame.model_backends()
 
 
 def test_a_hook_implementation_with_default_arguments_is_isolated_too(frame_factory):

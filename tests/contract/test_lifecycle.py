@@ -90,6 +90,7 @@ def test_scripted_session_exact_call_log(frame_factory):
     frame.close()
 
     assert recorder.names() == [
+        "register_rules",  # memframe.open() checks every rule layers register (fail closed)
         "on_frame_open",
         "on_session_start",
         "on_message",
@@ -104,7 +105,7 @@ def test_scripted_session_exact_call_log(frame_factory):
         "on_session_end",
         "on_frame_close",
     ]
-    calls = recorder.calls
+    calls = recorder.calls[1:]  # after register_rules
     assert calls[0].kwargs == {"frame": frame}
     assert calls[1].kwargs == {"session": session}
     messages = [call.kwargs["message"] for call in recorder.of("on_message")]
@@ -209,6 +210,12 @@ def test_trace_hooks_prints_every_call(monkeypatch, frame_factory, capsys):
 # -- provider hooks --------------------------------------------------------------------------
 
 PROVIDER_HOOKS = ("register_model_backends", "register_rules", "register_commands")
+FAKE_RULE = {
+    "id": "fake-rule",
+    "label": "Fake token",
+    "regex": "(fake_[a-z]{8})",
+    "keywords": ["fake_"],
+}
 
 
 class Provider:
@@ -220,7 +227,7 @@ class Provider:
 
     @hookimpl
     def register_rules(self, register):
-        register({"id": "fake-rule", "regex": "fake_[a-z]{8}", "keywords": ["fake_"]})
+        register(FAKE_RULE)
 
     @hookimpl
     def register_commands(self, register):
@@ -245,7 +252,7 @@ def test_provider_hooks_pass_the_hosts_register_callback(frame_factory, hook):
 
 FIRST_ARGUMENT = {
     "register_model_backends": "fake-model",
-    "register_rules": {"id": "fake-rule", "regex": "fake_[a-z]{8}", "keywords": ["fake_"]},
+    "register_rules": FAKE_RULE,
     "register_commands": "fake",
 }
 
