@@ -327,12 +327,20 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _refuse_secrets(self, entries: dict[str, str]) -> None:
+        from memframe.scanning.gate import gate_findings
+
         scanner = self.server.scanner()
         findings = []
         for key, text in entries.items():
-            matches = scanner.scan(text)
+            matches = gate_findings(scanner, key, text)  # the key, the text, what it decodes to
             if matches:
-                findings.append({"key": key, "rules": [m.rule_id for m in matches]})
+                findings.append(
+                    {
+                        "key": key,
+                        "rules": [m.rule_id for m in matches],
+                        "found_in": [m.where for m in matches],
+                    }
+                )
         if findings:
             rules = sorted({rule for f in findings for rule in f["rules"]})
             raise ApiError(

@@ -453,27 +453,30 @@ class TeamSyncClient:
             if known is not None and known.checksum == entry.checksum:
                 plan.blocked[key] = known
                 continue
-            if entry.checksum not in cache:
-                cache[entry.checksum] = self._gate(entry)
-            blocked = cache[entry.checksum]
+            scanned = f"{key}\0{entry.checksum}"  # the key is scanned too
+            if scanned not in cache:
+                cache[scanned] = self._gate(key, entry)
+            blocked = cache[scanned]
             if blocked is not None:
                 plan.blocked[key] = blocked
                 continue
             plan.send[key] = entry
         return plan
 
-    def _gate(self, entry: LocalEntry) -> BlockedEntry | None:
-        """The gate: ``None`` when the entry may be sent. Secrets never leave; neither does a
+    def _gate(self, key: str, entry: LocalEntry) -> BlockedEntry | None:
+        """The gate: ``None`` when the entry may be sent. Secrets never leave — not in the
+        text, not in the file name, not encoded (:mod:`memframe.scanning.gate`); neither does a
         ``user`` memory, which is private whatever folder it was put in."""
         from memframe.memdir.files import parse_memory
+        from memframe.scanning.gate import gate_findings
 
         if parse_memory(entry.text, Path("team.md")).type == "user":
             return BlockedEntry(entry.checksum, [PRIVATE_USER_MEMORY], [1])
-        findings = self.scanner.find(entry.text)
+        findings = gate_findings(self.scanner, key, entry.text)
         if not findings:
             return None
-        rules = list(dict.fromkeys(f.rule_id for f in findings))
-        lines = sorted({f.line for f in findings})
+        rules = [f.describe() for f in findings]
+        lines = sorted({f.line for f in findings if f.line > 0})
         return BlockedEntry(entry.checksum, rules, lines)
 
     def _send(

@@ -178,7 +178,8 @@ def test_explain_names_the_rules_left_out() -> None:
         scanner = SecretScanner(_oversized_rules(), engine="native")
     text = explain(scanner)
     assert "degraded: rule too-large left out of the database" in text
-    assert f"rules: {len(scanner.rules.rules)}, in the one-pass database: 47" in text
+    in_database = len(scanner.rules.rules) - 1  # all but the oversized one
+    assert f"rules: {len(scanner.rules.rules)}, in the one-pass database: {in_database}" in text
 
 
 def _needed_libraries(library: Path) -> list[str]:
