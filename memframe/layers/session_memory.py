@@ -305,6 +305,12 @@ class SessionMemoryLayer:
                 "template": self.template.text,
                 "section_budget": settings.max_section_tokens,
                 "conversation_end": len(messages),
+                # what each sub-agent did (the readers summarise it onto its call's result)
+                "subagents": {
+                    call_id: activity
+                    for message in snapshot
+                    for call_id, activity in message.meta.get("subagents", {}).items()
+                },
             },
             max_tokens=8192,
             timeout=settings.max_seconds,

@@ -210,3 +210,23 @@ def test_a_message_queued_mid_turn_is_the_user_speaking(tmp_path: Path) -> None:
         users = [m for m in messages if m.role == "user" and not m.tool_results]
         assert [m.text for m in users] == ["Rename parse_config to load_config everywhere.", typed]
         assert users[1].meta.get("queued") is True
+
+
+def test_the_offline_notes_say_what_each_sub_agent_did(tmp_path: Path) -> None:
+    """Replayed through the session-memory layer (offline backend), the real 1.x session's
+    Worklog names what its sub-agents ran, not only their descriptions."""
+    from memframe.replay import replay
+    from memframe.testing import open_test_frame
+
+    frame = open_test_frame(
+        tmp_path,
+        builtin_layers=["memframe.layers.session_memory:SessionMemoryLayer"],
+        model="offline",
+    )
+    try:
+        replay(REAL_1X, frame, session_id="s1")
+        (notes,) = (tmp_path / "home").rglob("*.md")
+        text = notes.read_text(encoding="utf-8")
+    finally:
+        frame.close()
+    assert 'sub-agent "Analyze current project structure": 6 calls (Bash 5, Read 1)' in text
