@@ -296,3 +296,120 @@ def test_fake_key_has_the_aws_access_key_format() -> None:
     assert re.fullmatch(r"AKIA[A-Z2-7]{16}", key)
     assert not key.endswith("EXAMPLE")  # the rule's allowlist
     assert key == hook._fake_aws_key_id()  # seeded
+
+
+# -- the memory bench: labels, scoring and its report --------------------------------------------
+
+memory = pytest.importorskip("benches.memory", reason="the benches package is not here")
+
+NOTES = """# Session Title
+_A short title_
+Add multiply_numbers
+
+# Current State
+_What is being worked on right now_
+- Latest request: Stop hook feedback: commit first
+- Working tree clean; the task is complete
+
+# Files and Functions
+_The files that matter_
+- `src/math_utils.py` (Read)
+- `src/math_utils.py` (Read, Edit)
+- `tests/test_math_utils.py` (Edit)
+- `tests/test_math_utils.py` (Edit)
+
+# Worklog
+_Step by step_
+- Add multiply_numbers → Edit x2
+- add multiply_numbers → Bash
+"""
+LABELS = {
+    "facts": [
+        {"id": "task", "kind": "task", "any": [["multiply_numbers"]]},
+        {"id": "file", "kind": "file", "any": [["src/math_utils.py"]]},
+        {"id": "state", "kind": "state", "section": "current state", "any": [["clean"]]},
+        {"id": "state elsewhere", "kind": "state", "section": "worklog", "any": [["clean"]]},
+        {"id": "same line", "kind": "error_fix", "any": [["math_utils", "worklog"]]},
+        {"id": "commit", "kind": "outcome", "any": [["6322cf4"]]},
+    ],
+    "noise": [
+        {"id": "hook as request", "section": "current state", "any": [["request", "stop hook"]]},
+        {"id": "not there", "section": "session title", "any": [["stop hook"]]},
+    ],
+}
+
+
+def test_memory_bench_scores_notes_by_label_section_and_line() -> None:
+    score = memory.score_notes(NOTES, LABELS)
+    assert (score.found, score.facts) == (3, 6)
+    # a keyword of another line or another section does not count
+    assert score.missing == ["state elsewhere", "same line", "commit"]
+    assert score.by_kind["state"] == [1, 2]
+    assert score.noise_found == ["hook as request"]
+    # 8 list lines: one repeated verbatim, three about a key listed before (path, path, request)
+    assert (score.list_lines, score.dup_lines, score.dup_keys) == (8, 1, 3)
+    assert memory.line_key("- `git status` failed — Exit code 1") == "git status"
+    assert memory.line_key("- Add multiply_numbers… → Glob, Read x2") == "add multiply_numbers"
+    assert memory.pct(3, 6) == 50.0 and memory.pct(1, 0) is None
+
+
+def test_memory_bench_synthetic_session_is_a_claude_code_transcript() -> None:
+    from memframe.transcripts.claude_code import looks_like
+
+    spec = json.loads(memory.SESSION_FILE.read_text(encoding="utf-8"))
+    assert len(spec["durable"]) == 12 and len(spec["traps"]) >= 10
+    token = memory.fake_github_token()
+    assert re.fullmatch(r"ghp_[A-Za-z0-9]{36}", token) and token == memory.fake_github_token()
+    records = [json.loads(line) for line in memory.synthetic_transcript(spec, token).splitlines()]
+    assert all(looks_like(r) for r in records if r["type"] != "system")
+    parents = {r["uuid"]: r["parentUuid"] for r in records}
+    assert all(p is None or p in parents for p in parents.values())  # one chain, no dangling parent
+    texts = json.dumps(records)
+    assert token in texts and "{github_token}" not in texts
+    assert any(r.get("isCompactSummary") for r in records)
+    assert any(r.get("subtype") == "compact_boundary" for r in records)
+    assert sum(1 for r in records if r.get("isMeta")) == 3  # two hook messages, one expansion
+    # a private value anywhere in what the run left counts, in any of its spellings
+    files = {"memory/MEMORY.md": f"- token {token}", "s/summary.md": "call 415 555 0134"}
+    kept = memory.score_memories([], files, spec, token).private_kept
+    assert kept == {"GitHub token": ["memory/MEMORY.md"], "phone number": ["s/summary.md"]}
+
+
+def test_memory_bench_run_computes_every_row_from_the_labels() -> None:
+    result = memory.run(quick=True)
+    labels = json.loads(memory.LABELS_FILE.read_text(encoding="utf-8"))["sessions"]
+    notes_rows = [r for r in result.rows if r.startswith("notes: ") and r != memory.ALL_NOTES]
+    assert len(notes_rows) == len(labels)
+    for row in [*notes_rows, memory.ALL_NOTES]:
+        metrics = result.rows[row]
+        assert 0 <= metrics["found"] <= metrics["total"]
+        assert metrics["pct"] == round(100 * metrics["found"] / metrics["total"], 1)
+        assert {"dup_lines", "dup_keys", "noise"} <= set(metrics)
+    total = sum(len(s["facts"]) for s in labels.values())
+    assert result.rows[memory.ALL_NOTES]["total"] == total
+    assert result.rows[memory.ALL_NOTES]["found"] == sum(
+        result.rows[r]["found"] for r in notes_rows
+    )
+    # the figures come from the notes the replay wrote: scoring them again gives the same count
+    for name, detail in result.details["notes"].items():
+        score = memory.score_notes(detail["notes"], labels[name])
+        assert score.missing == detail["missing"]
+        assert detail["layer_errors"] == []
+    for row, total in (
+        (memory.MEM_RECALL, 12),
+        (memory.HIT5, 26),
+        (memory.DREAM_MERGED, 7),
+    ):
+        assert result.rows[row]["total"] == total
+        assert 0 <= result.rows[row]["found"] <= total
+    assert result.rows[memory.HIT1]["found"] <= result.rows[memory.HIT5]["found"]
+    saved = len(result.details["memories"]["saved"])
+    assert result.rows[memory.MEM_PRECISION]["total"] == saved
+    # the previous release's figures sit beside today's
+    baseline = json.loads(memory.BASELINE_FILE.read_text(encoding="utf-8"))
+    assert result.rows[memory.ALL_NOTES]["base_pct"] == baseline["rows"][memory.ALL_NOTES]["pct"]
+    assert isinstance(memory.check(result), list)  # the floors themselves are the bench's job
+    broken = harness.BenchResult(memory.NAME, rows={memory.ALL_NOTES: {"pct": -1.0}})
+    problems = memory.check(broken)
+    assert any(p.startswith(f"memory: {memory.ALL_NOTES} pct = -1") for p in problems)
+    assert any("was not measured" in p for p in problems)
