@@ -1,4 +1,10 @@
-"""``memframe demo``: the bundled agent session replayed through every layer, offline.
+"""``memframe demo``: two bundled agent sessions replayed through every layer, offline.
+
+The first is a real Claude Code 2.1 session (MIT, DRMacIver/claude-reliability: another
+plugin's Stop hook blocks twice, the agent commits and fixes ``.gitignore``); the second,
+memframe's own, is a developer fixing a rounding bug with corrections, durable statements,
+traps and private data. Then a new session opens and the demo shows what it is given: the
+memories recalled for its prompt, and the notes handed back after a compaction.
 
 Everything the demo writes stays in one folder (default ``./memframe-demo``): the memory base,
 the config dir and a scratch project, so it never touches the user's real memory.
@@ -27,10 +33,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
 
 
-def bundled_session() -> Path:
+def bundled_session(name: str = "demo-session.jsonl") -> Path:
     from importlib.resources import files
 
-    return Path(str(files("memframe") / "data" / "demo-session.jsonl"))
+    return Path(str(files("memframe") / "data" / name))
+
+
+def work_session(out: Path) -> Path:
+    """The second session with a made-up deploy token filled in (nothing keeps it)."""
+    import random
+
+    rng = random.Random(20261130)
+    token = "ghp_" + "".join(
+        rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        for _ in range(36)
+    )
+    text = bundled_session("demo-work-session.jsonl").read_text(encoding="utf-8")
+    path = out / "sessions" / "demo-work-session.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text.replace("{demo_token}", token), encoding="utf-8")
+    return path
 
 
 def print_secret_scan(path: Path) -> None:
@@ -66,7 +88,8 @@ def print_memories(frame: object) -> None:
 
 
 def print_next_context(frame: object, prompt: str) -> None:
-    """What the layers would inject into the next session's first prompt."""
+    """What the layers would inject into the next session's first prompt: each block, and the
+    memories recalled for the prompt by name."""
     from memframe.frame import MemoryFrame
 
     assert isinstance(frame, MemoryFrame)
@@ -76,7 +99,30 @@ def print_next_context(frame: object, prompt: str) -> None:
     for block in blocks:
         lines = block.text.count("\n") + 1
         print(f"  [{block.source}] {block.title}: {lines} lines, {len(block.text):,} characters")
+        if block.title == "Relevant memories":
+            for line in block.text.splitlines():
+                if line.startswith("## "):
+                    print(f"      recalled: {line[3:]}")
     session.close("demo-complete")
+
+
+def print_notes_after_compaction(frame: object, session_id: str) -> None:
+    """The notes a compacted session gets back (what ``memframe hook`` answers to
+    ``SessionStart`` with ``source: compact``): the Current State and Errors sections."""
+    from memframe.frame import MemoryFrame
+    from memframe.session_notes import parse_sections
+
+    assert isinstance(frame, MemoryFrame)
+    session = frame.session(session_id)
+    notes = "\n".join(session.pre_compact())
+    session.close("demo-complete")
+    print(f"\nnotes handed back after a compaction of {session_id!r}: {len(notes):,} characters")
+    _, sections = parse_sections(notes)
+    for section in sections:
+        if section.title in ("Current State", "Errors & Corrections") and section.body.strip():
+            print(f"  # {section.title}")
+            for line in section.body.strip().splitlines()[:6]:
+                print(f"    {line[:150]}")
 
 
 DEMO_REPO = "demo/app"
@@ -208,7 +254,10 @@ def run(args: argparse.Namespace) -> int:
         json=False,
         quiet=args.quiet,
     )
-    print("memframe demo: the bundled Claude Code session (MIT, d-kimuson/claude-code-viewer)")
+    print(
+        "memframe demo: a real Claude Code 2.1 session (MIT, DRMacIver/claude-reliability), "
+        "then memframe's own work session"
+    )
     print("model backend: offline; every file written stays under", out)
     storage, server, token = start_team_server(out)
     try:
@@ -219,15 +268,22 @@ def run(args: argparse.Namespace) -> int:
             report = replay_into(frame, replay_args)
             print_summary(report, frame)
             print_session_memory(report, show_notes=not args.quiet)
+            work_args = argparse.Namespace(
+                **{**vars(replay_args), "transcript": work_session(out), "session": "demo-work"}
+            )
+            work = replay_into(frame, work_args)
+            print_summary(work, frame)
+            print_session_memory(work, show_notes=not args.quiet)
             print_memories(frame)
-            print_next_context(frame, "Update CLAUDE.md with the orchestrator workflow")
+            print_notes_after_compaction(frame, "demo-work")
+            print_next_context(frame, "How should the new VAT report round tax amounts?")
             show_magic_doc(frame, project)
             show_team_sync(frame)
     finally:
         server.stop()
         storage.close()
-    print_secret_scan(replay_args.transcript)
+    print_secret_scan(work_args.transcript)
     print(f"\nfiles: {out}")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         print(f"  {path.relative_to(out)}  ({path.stat().st_size:,} bytes)")
-    return 1 if report.layer_errors else 0
+    return 1 if report.layer_errors or work.layer_errors else 0

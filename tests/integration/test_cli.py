@@ -56,7 +56,7 @@ def test_plugins_reports_a_broken_settings_file_clearly(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
+def test_demo_replays_the_bundled_sessions_into_a_named_folder(tmp_path):
     out = tmp_path / "demo-out"
     result = run_cli("demo", "--out", str(out), "-q", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -64,12 +64,26 @@ def test_demo_replays_the_bundled_session_into_a_named_folder(tmp_path):
     assert str(out) in result.stdout
     state = out / "home" / "projects"
     state_files = sorted(state.rglob("state.json"))
-    # the replayed session, and the new session whose first context the demo shows
-    assert [p.parent.name for p in state_files] == ["demo", "demo-docs", "demo-next"]
+    # the two replayed sessions, and the new session whose first context the demo shows
+    assert [p.parent.name for p in state_files] == ["demo", "demo-docs", "demo-next", "demo-work"]
     assert all(p.stat().st_mode & 0o777 == 0o600 for p in state_files)
-    # one by the threshold rule, one when the turn ended (offline notes are brought up to date)
-    assert "session memory: 2 extraction(s)" in result.stdout
+    # the work session leaves memories: its durable statements, not its traps
+    (memory_dir,) = state.glob("*/memory")
+    memories = "\n".join(p.read_text() for p in memory_dir.glob("*.md") if p.name != "MEMORY.md")
+    for kept in ("pytest, not unittest", "quantize with Decimal", "maintainer of the billing"):
+        assert kept in memories
+    for trap in ("Never mind", "Stop hook feedback", "make lint before you stop"):
+        assert trap not in memories
+    # nothing private anywhere in memory or notes (the token is made up at run time)
+    written = "\n".join(p.read_text() for p in state.rglob("*.md"))
+    assert "7946" not in written and "ghp_" not in written
+    # the next session is given the memories recalled for its prompt, and the notes come back
+    # after a compaction with the error and the user's correction
     assert "context for a new session's prompt" in result.stdout
+    recalled = [ln for ln in result.stdout.splitlines() if ln.strip().startswith("recalled: ")]
+    assert any("Decimal" in line for line in recalled), recalled
+    assert "notes handed back after a compaction of 'demo-work'" in result.stdout
+    assert "User correction: No, don't use round()" in result.stdout
     # the Magic Doc is skipped on the offline backend, never faked
     assert "skipped: the 'offline' model backend cannot update docs" in result.stdout
     assert "left as it was (no fake edit)" in result.stdout

@@ -26,14 +26,21 @@ CORRECTION = re.compile(
 )
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 # Text the host writes into the user's turn that the user did not type: other hooks' feedback
-# ("Stop hook feedback:", "PreToolUse:Bash hook blocking error"), background task
-# notifications, the summary that opens a compacted conversation, interruption markers.
+# ("Stop hook feedback:", "PreToolUse:Bash hook blocking error", a prompt hook's "Operation
+# stopped by hook:"), background task notifications, the summary that opens a compacted
+# conversation, interruption markers, and what Codex CLI sends as user messages before the
+# first prompt (the project's AGENTS.md, the environment context, user instructions).
 NOT_THE_USER = re.compile(
     r"^\s*(?:\w+(?::\w+)?\s+hook\s+(?:feedback|blocking error|error|success)\b"
+    r"|Operation stopped by hook\b"
     r"|<task-notification>"
     r"|<user-prompt-submit-hook>"
     r"|This session is being continued from a previous conversation"
-    r"|\[Request interrupted by user)",
+    r"|\[Request interrupted by user"
+    r"|# AGENTS\.md instructions for\b"
+    r"|<environment_context>"
+    r"|<user_instructions>"
+    r"|<turn_aborted>)",
     re.IGNORECASE,
 )
 # AskUserQuestion's result: 'User has answered your questions: "Q"="A", "Q2"="A2". …'
