@@ -20,7 +20,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
-from memframe.memdir.guard import redact_private_data
+from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -138,7 +138,9 @@ class ExtractMemoriesLayer:
             .replace("{{new_messages}}", str(len(history) - cursor))
             .replace("{{manifest}}", listing or "(none yet)")
         )
-        messages = [m.to_wire() for m in history]
+        messages = scrub_messages(
+            [m.to_wire() for m in history], self.frame.secret_scanner(), self.frame.personal_kinds
+        )
         request = ModelRequest(
             system=session.system_prompt or FALLBACK_SYSTEM,
             messages=[*messages, {"role": "user", "content": [{"type": "text", "text": prompt}]}],

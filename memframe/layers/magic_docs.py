@@ -23,6 +23,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.config import read_override
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
+from memframe.memdir.guard import scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -280,7 +281,9 @@ class MagicDocsLayer:
         prompt = self.prompt
         for name in PLACEHOLDERS:
             prompt = prompt.replace("{{" + name + "}}", values[name])
-        messages = [m.to_wire() for m in history]
+        messages = scrub_messages(
+            [m.to_wire() for m in history], self.frame.secret_scanner(), self.frame.personal_kinds
+        )
         pending = history[-1].tool_uses if history and history[-1].role == "assistant" else []
         content: list[dict[str, Any]] = [
             {"type": "tool_result", "tool_use_id": c.id, "content": "Not run."} for c in pending

@@ -14,7 +14,7 @@ from memframe.agent import ForkedAgent, Permission
 from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, checked, settings_from
-from memframe.memdir.guard import redact_private_data
+from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
@@ -281,7 +281,9 @@ class SessionMemoryLayer:
                 "oversized": oversized.rstrip("\n"),
             },
         )
-        messages = [m.to_wire() for m in snapshot]
+        messages = scrub_messages(
+            [m.to_wire() for m in snapshot], self.frame.secret_scanner(), self.frame.personal_kinds
+        )
         # A tool call the parent has not answered yet must be answered before our instruction.
         pending = snapshot[-1].tool_uses if snapshot and snapshot[-1].role == "assistant" else []
         instruction: list[dict[str, Any]] = [

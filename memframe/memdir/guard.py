@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memframe.privacy import PERSONAL_KINDS, find_personal
 from memframe.scanner import redact_spans
@@ -55,3 +55,34 @@ def redact_private_data(
                 notes.append(f"{relative}: {', '.join(labels)}")
         out[path] = text
     return out, notes
+
+
+def _scrub_value(value: Any, scanner: SecretScanner, kinds: Collection[str]) -> Any:
+    """``value`` (a JSON value) with every string scrubbed; the same object when nothing
+    changed, so untouched messages keep their exact bytes (a provider's prompt cache)."""
+    if isinstance(value, str):
+        return scrub(value, scanner, kinds)[0] if value.strip() else value
+    if isinstance(value, list):
+        items = [_scrub_value(item, scanner, kinds) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, Mapping):
+        fields = {key: _scrub_value(item, scanner, kinds) for key, item in value.items()}
+        return value if all(fields[k] is value[k] for k in value) else fields
+    return value
+
+
+def scrub_messages(
+    messages: list[dict[str, Any]],
+    scanner: SecretScanner,
+    kinds: Collection[str] = PERSONAL_KINDS,
+) -> list[dict[str, Any]]:
+    """Wire messages (``role`` + ``content``) with every secret and personal datum in their
+    text, tool inputs and tool results redacted — what memframe's background agents are sent,
+    so a token the user pasted never reaches a model provider through memframe and never comes
+    back in what they write. Messages without any are returned as they were."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        clean = _scrub_value(content, scanner, kinds)
+        out.append(message if clean is content else {**message, "content": clean})
+    return out

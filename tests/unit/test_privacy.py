@@ -142,3 +142,40 @@ def test_a_memory_the_agent_writes_itself_is_scrubbed(tmp_path: Path) -> None:
         assert "deploy.md" in index and "Sam ([REDACTED]) deploys" in saved
     finally:
         frame.close()
+
+
+def test_messages_sent_to_background_agents_are_scrubbed_and_the_rest_kept_as_is() -> None:
+    from memframe.memdir.guard import scrub_messages
+
+    clean = {"role": "user", "content": [{"type": "text", "text": "run the tests"}]}
+    messages = [
+        clean,
+        {"role": "user", "content": f"my token is {TOKEN}, call +44 20 7946 0958"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t1",
+                    "name": "Bash",
+                    "input": {"command": f"gh auth {TOKEN}"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "mail jane@corp.io"}],
+                }
+            ],
+        },
+    ]
+    out = scrub_messages(messages, default_scanner())
+    assert out[0] is clean  # untouched: the same bytes for a provider's prompt cache
+    assert out[1]["content"] == "my token is [REDACTED], call [REDACTED]"
+    assert out[2]["content"][0]["input"] == {"command": "gh auth [REDACTED]"}
+    assert out[3]["content"][0]["content"][0]["text"] == "mail [REDACTED]"
+    assert TOKEN in messages[1]["content"]  # the caller's messages are not changed
