@@ -223,8 +223,9 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
 
 def _pre_tool_use(hook: HookInput, config: Config, project: Path) -> Answer:
     from memframe.hook import WRITE_TOOLS
+    from memframe.patches import find_patch
 
-    if hook.tool_name not in WRITE_TOOLS:
+    if hook.tool_name not in WRITE_TOOLS and find_patch(hook.tool_name, hook.tool_input) is None:
         return Answer()
     from memframe.hook.guard import check_write, refusal
     from memframe.hook.memory import memory_location

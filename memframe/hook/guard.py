@@ -81,14 +81,9 @@ def result_text(tool_name: str, tool_input: Mapping[str, Any], target: Path) -> 
     replaces or inserts a whole cell, so its new source is the fragment to judge."""
     if tool_name not in ("Edit", "MultiEdit"):
         return None
-    try:
-        with open(target, "rb") as handle:
-            data = handle.read(MAX_RESULT_BYTES + 1)
-    except OSError:
+    text = _read_limited(target)
+    if text is None:
         return None
-    if len(data) > MAX_RESULT_BYTES:
-        return None
-    text = data.decode("utf-8", "replace")
     edits = [tool_input] if tool_name == "Edit" else tool_input.get("edits")
     if not isinstance(edits, list):
         return None
@@ -115,11 +110,48 @@ def secrets_in(texts: list[str], config: Config) -> list[str]:
     return list(found)
 
 
+def _read_limited(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RESULT_BYTES + 1)
+    except OSError:
+        return None
+    return None if len(data) > MAX_RESULT_BYTES else data.decode("utf-8", "replace")
+
+
+def patch_texts(patch: str, cwd: Path, team_dir: Path) -> list[str]:
+    """What a Codex ``apply_patch`` would put into team memory: for each file it adds, updates
+    or moves into ``team/``, the new lines and the file as it would be after the patch."""
+    from memframe.patches import parse_patch
+
+    texts: list[str] = []
+    for change in parse_patch(patch):
+        target = Path(change.target).expanduser()
+        target = target if target.is_absolute() else cwd / target
+        if change.op == "delete" or not inside(target, team_dir):
+            continue
+        texts.append(change.new_text())
+        if change.op == "update":
+            source = Path(change.path).expanduser()
+            current = _read_limited(source if source.is_absolute() else cwd / source)
+            after = change.apply(current) if current is not None else None
+            if after is not None:
+                texts.append(after)
+    return [t for t in texts if t]
+
+
 def check_write(
     tool_name: str | None, tool_input: Mapping[str, Any], cwd: Path, team_dir: Path, config: Config
 ) -> list[str]:
     """The rule ids that make this tool call a secret written into team memory (``[]``: let
-    it run)."""
+    it run). Codex's ``apply_patch`` (as its own tool or run from a shell command) is judged
+    file by file, by the patched result."""
+    from memframe.patches import find_patch
+
+    patch = find_patch(tool_name, tool_input)
+    if patch is not None:
+        texts = patch_texts(patch, cwd, team_dir)
+        return secrets_in(texts, config) if texts else []
     if tool_name not in WRITE_TOOLS:
         return []
     target = target_path(tool_input, cwd)

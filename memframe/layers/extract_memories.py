@@ -49,18 +49,32 @@ def _prompt_template() -> str:
     return path.read_text("utf-8")
 
 
-def wrote_into(messages: list[Message], directory: Path) -> bool:
-    """Whether the main agent wrote a file inside ``directory`` in ``messages``."""
+def wrote_into(messages: list[Message], directory: Path, cwd: Path | None = None) -> bool:
+    """Whether the main agent wrote a file inside ``directory`` in ``messages`` — with a write
+    tool, or with Codex's ``apply_patch`` (relative patch paths are taken from ``cwd``)."""
+    from memframe.patches import find_patch, parse_patch
+
     root = os.path.realpath(directory)
+
+    def inside(target: str) -> bool:
+        path = Path(target).expanduser()
+        if not path.is_absolute() and cwd is not None:
+            path = cwd / path
+        real = os.path.realpath(path)
+        return real == root or real.startswith(root + os.sep)
+
     for message in messages:
         for call in message.tool_uses:
+            patch = find_patch(call.name, call.input)
+            if patch is not None:
+                if any(inside(change.target) for change in parse_patch(patch)):
+                    return True
+                continue
             if call.name not in WRITE_TOOLS:
                 continue
             target = call.input.get("file_path", call.input.get("notebook_path"))
-            if isinstance(target, str) and target:
-                real = os.path.realpath(target)
-                if real == root or real.startswith(root + os.sep):
-                    return True
+            if isinstance(target, str) and target and inside(target):
+                return True
     return False
 
 
@@ -95,7 +109,7 @@ class ExtractMemoriesLayer:
         records: list[dict[str, Any]] = state.setdefault("runs", [])
         records.append(record)
         del records[:-MAX_RECORDS]
-        if wrote_into(history[cursor:], self.store.root):
+        if wrote_into(history[cursor:], self.store.root, self.frame.project_dir):
             record["status"] = "skipped"
             record["why"] = "the agent wrote into the memory directory itself"
             state["cursor"] = len(history)

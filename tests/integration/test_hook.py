@@ -1042,3 +1042,37 @@ def test_uninstall_removes_only_memframe(claude_root):
     assert result.returncode == 0, result.stderr
     assert json.loads(path.read_text()) == {"hooks": {"Stop": [{"matcher": "", "hooks": [other]}]}}
     assert "nothing to change" in _install(claude_root, "--uninstall").stdout
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ("apply_patch", lambda patch: {"input": patch}),
+        ("shell", lambda patch: {"command": ["apply_patch", patch]}),
+        ("Bash", lambda patch: {"command": f"apply_patch <<'EOF'\n{patch}\nEOF"}),
+    ],
+    ids=["apply_patch", "shell-argv", "heredoc"],
+)
+def test_a_codex_patch_adding_a_secret_to_team_memory_is_refused(hook_env, call):
+    name, build = call
+    team = hook_env.memory_dir() / "team"
+    key = re.search(r"AKIA[A-Z0-9]{16}", _aws_secret())
+    assert key is not None
+    adds = f"*** Begin Patch\n*** Add File: {team}/bot.md\n+key {key.group()}\n*** End Patch"
+    refused = _pre(hook_env, name, build(adds))
+    assert refused.returncode == 2, refused.stderr
+    assert b"aws-access-token" in refused.stderr
+    # an update assembling a token from a split one is judged by the patched file
+    token = _github_pat()
+    team.mkdir(parents=True, exist_ok=True)
+    (team / "deploy.md").write_text(f"key {token[:22]}-{token[22:]}\n")
+    joins = (
+        f"*** Begin Patch\n*** Update File: {team}/deploy.md\n@@\n-key {token[:22]}-{token[22:]}\n"
+        f"+key {token[:22]}{token[22:]}\n*** End Patch"
+    )
+    assert _pre(hook_env, name, build(joins)).returncode == 2
+    # the same patch outside team/ passes, and so does a clean one into team/
+    outside = adds.replace(f"{team}/bot.md", str(hook_env.project / "bot.md"))
+    assert _pre(hook_env, name, build(outside)).returncode == 0
+    clean = f"*** Begin Patch\n*** Add File: {team}/ok.md\n+tabs, not spaces\n*** End Patch"
+    assert _pre(hook_env, name, build(clean)).returncode == 0
