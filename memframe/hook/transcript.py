@@ -56,10 +56,9 @@ from memframe.hook.records import (
     encode_tool_use,
 )
 from memframe.messages import Message, MessageError, ToolUseBlock
-from memframe.transcripts._jsonl import ReadStats, TranscriptError, open_binary
+from memframe.transcripts._jsonl import ReadStats, TranscriptError, iter_lines, open_binary
 from memframe.transcripts.claude_code import Assembler, answers_tool_use, boundary_of
 
-CHUNK_SIZE = 1024 * 1024
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # as the whole-file reader
 MAX_MARKS = 2_000  # record uuids remembered (duplicates, rewind points)
 MAX_PROBLEMS = 20
@@ -198,34 +197,19 @@ class IncrementalReader:
         return out
 
     def _read_lines(self, handle: Any, out: Increment) -> None:
-        buffer = bytearray()
-        discarding = False  # inside a line longer than MAX_RECORD_BYTES
-        while chunk := handle.read(CHUNK_SIZE):
-            buffer += chunk
-            start = 0
-            while (end := buffer.find(b"\n", start)) >= 0:
-                line = bytes(buffer[start:end])
-                self.line += 1
-                out.lines += 1
-                if discarding:
-                    discarding = False
-                    self._stats.problem(self.line, "line longer than the record limit; skipped")
-                else:
-                    self._line(line, out)
-                start = end + 1
-            consumed = start
-            del buffer[:start]
-            self.cursor += consumed
+        # complete lines only: a line still being written is read by the next run
+        for line in iter_lines(
+            handle, MAX_RECORD_BYTES, first_line=self.line + 1, complete_only=True
+        ):
+            self.line = line.number
+            out.lines += 1
+            consumed = line.end + 1 - self.cursor
+            self.cursor = line.end + 1
             out.bytes += consumed
-            if len(buffer) > MAX_RECORD_BYTES:
-                # A line too long to hold: drop what there is and skip to its end.
-                self.cursor += len(buffer)
-                out.bytes += len(buffer)
-                buffer.clear()
-                discarding = True
-        if discarding:
-            # the over-long line has not ended yet; its tail fails to parse in the next run
-            self._stats.problem(self.line + 1, "line longer than the record limit; skipped")
+            if line.data is None:
+                self._stats.problem(self.line, "line longer than the record limit; skipped")
+            else:
+                self._line(line.data, out)
 
     def _line(self, line: bytes, out: Increment) -> None:
         if not line.strip():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, BinaryIO
@@ -29,6 +29,7 @@ from memframe.scanner import Finding, SecretScanner
 from memframe.scanning.hits import Hit, char_to_byte, text_hits
 from memframe.scanning.redact import span_replacements
 from memframe.scanning.windows import scan_range
+from memframe.transcripts._jsonl import iter_lines
 
 MAX_RECORD_BYTES = 64 << 20
 CHUNK_BYTES = 1 << 20
@@ -57,38 +58,6 @@ def joinable(rules: RuleSet) -> bool:
         if "\\A" in regex or "\\z" in regex or "\\Z" in regex:
             return False
     return True
-
-
-def iter_lines(
-    handle: BinaryIO, max_bytes: int = MAX_RECORD_BYTES, chunk_bytes: int = CHUNK_BYTES
-) -> Iterator[tuple[int, int, int, bytes | None]]:
-    """``(line_no, start, end, data)`` for every line (without its ``\\n``); ``data`` is None for
-    a line longer than ``max_bytes``, which is never held in memory."""
-    line_no = 1
-    line_start = 0
-    length = 0
-    pending: list[bytes] = []
-    overlong = False
-    while chunk := handle.read(chunk_bytes):
-        parts = chunk.split(b"\n")
-        for index, part in enumerate(parts):
-            length += len(part)
-            if not overlong:
-                pending.append(part)
-                if length > max_bytes:
-                    overlong = True
-                    pending = []
-            if index == len(parts) - 1:
-                break  # the line continues in the next chunk
-            end = line_start + length
-            yield line_no, line_start, end, None if overlong else b"".join(pending)
-            line_no += 1
-            line_start = end + 1
-            length = 0
-            pending = []
-            overlong = False
-    if length:
-        yield line_no, line_start, line_start + length, None if overlong else b"".join(pending)
 
 
 def collect_strings(value: Any, out: list[str]) -> None:
@@ -216,7 +185,8 @@ class JsonlScanner:
         batch = _Batch()
         overlong: list[tuple[int, int, int]] = []
         done = 0
-        for line_no, start, end, data in iter_lines(handle, self.max_record_bytes):
+        for line in iter_lines(handle, self.max_record_bytes, chunk_size=CHUNK_BYTES):
+            line_no, start, end, data = line.number, line.start, line.end, line.data
             if data is None:
                 overlong.append((line_no, start, end))
                 continue

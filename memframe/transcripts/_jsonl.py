@@ -12,7 +12,7 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -113,6 +113,68 @@ def _decode(data: bytes | bytearray, *, at_eof: bool) -> dict[str, Any] | str:
     return obj
 
 
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a file: its 1-based ``number``, byte offsets ``[start, end)`` without the
+    newline, its bytes (``None`` when it is longer than the limit: never held in memory), and
+    whether a newline ended it (only the file's last line may lack one)."""
+
+    number: int
+    start: int
+    end: int
+    data: bytes | None
+    terminated: bool
+
+
+def iter_lines(
+    handle: BinaryIO,
+    max_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    *,
+    chunk_size: int = CHUNK_SIZE,
+    first_line: int = 1,
+    complete_only: bool = False,
+) -> Iterator[Line]:
+    """Every line of ``handle`` from its current position, in bounded memory: the one bounded
+    line reader of memframe (transcripts, the hook's incremental reader, the JSONL scanner).
+
+    Offsets count from where ``handle`` was when the call started (``handle.tell()``). A line
+    longer than ``max_bytes`` is discarded chunk by chunk (``data`` is ``None``). With
+    ``complete_only`` a last line that no newline ended yet is not yielded: a file still being
+    written is read up to its last complete line."""
+    if max_bytes < 1 or chunk_size < 1:
+        raise ValueError("max_bytes and chunk_size must be positive")
+    try:
+        origin = handle.tell()
+    except (OSError, ValueError):
+        origin = 0
+    number = first_line
+    line_start = origin
+    length = 0
+    pending: list[bytes] = []
+    overlong = False
+    while chunk := handle.read(chunk_size):
+        parts = chunk.split(b"\n")
+        for index, part in enumerate(parts):
+            length += len(part)
+            if not overlong:
+                pending.append(part)
+                if length > max_bytes:
+                    overlong = True
+                    pending = []
+            if index == len(parts) - 1:
+                break  # the line continues in the next chunk
+            end = line_start + length
+            yield Line(number, line_start, end, None if overlong else b"".join(pending), True)
+            number += 1
+            line_start = end + 1
+            length = 0
+            pending = []
+            overlong = False
+    if length and not complete_only:
+        data = None if overlong else b"".join(pending)
+        yield Line(number, line_start, line_start + length, data, False)
+
+
 def iter_records(
     path: str | os.PathLike[str],
     *,
@@ -128,58 +190,24 @@ def iter_records(
     """
     if max_record_bytes < 1 or chunk_size < 1:
         raise ValueError("max_record_bytes and chunk_size must be positive")
-
-    def bad(line_no: int, reason: str) -> None:
-        if problems is not None:
-            problems.append(Problem(line_no, reason))
-
-    def too_long(line_no: int, length: int) -> None:
-        bad(line_no, f"line of {length} bytes exceeds max_record_bytes={max_record_bytes}; skipped")
-
     with open_binary(path) as handle:
-        line_no = 1
-        pending = bytearray()  # the start of a line that continues into the next chunk
-        overlong = -1  # bytes seen so far of a line being discarded; -1 when not discarding
-        while chunk := handle.read(chunk_size):
-            view = memoryview(chunk)
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                if overlong >= 0:
-                    too_long(line_no, overlong + end - start)
-                    overlong = -1
-                elif len(pending) + end - start > max_record_bytes:
-                    too_long(line_no, len(pending) + end - start)
-                    pending = bytearray()
-                else:
-                    line: bytes | bytearray
-                    if pending:
-                        pending += view[start:end]
-                        line, pending = pending, bytearray()
-                    else:
-                        line = chunk[start:end]
-                    result = _parse_line(line, line_no, at_eof=False)
-                    if isinstance(result, str):
-                        bad(line_no, result)
-                    elif result is not None:
-                        yield line_no, result
-                line_no += 1
-                start = end + 1
-            rest = len(chunk) - start
-            if overlong >= 0:
-                overlong += rest
-            elif len(pending) + rest > max_record_bytes:
-                overlong = len(pending) + rest
-                pending = bytearray()
-            elif rest:
-                pending += view[start:]
-        if overlong >= 0:
-            too_long(line_no, overlong)
-        elif pending:
-            result = _parse_line(pending, line_no, at_eof=True)
+        for line in iter_lines(handle, max_record_bytes, chunk_size=chunk_size):
+            if line.data is None:
+                if problems is not None:
+                    problems.append(
+                        Problem(
+                            line.number,
+                            f"line of {line.end - line.start} bytes exceeds "
+                            f"max_record_bytes={max_record_bytes}; skipped",
+                        )
+                    )
+                continue
+            result = _parse_line(line.data, line.number, at_eof=not line.terminated)
             if isinstance(result, str):
-                bad(line_no, result)
+                if problems is not None:
+                    problems.append(Problem(line.number, result))
             elif result is not None:
-                yield line_no, result
+                yield line.number, result
 
 
 def _parse_line(

@@ -22,12 +22,13 @@ from memframe.scanner import REDACTED, SecretScanner
 from memframe.scanning import baseline as baseline_mod
 from memframe.scanning.hits import Hit, allows, masked, text_hits
 from memframe.scanning.ignore import IgnoreFile, parse_line
-from memframe.scanning.jsonl import JsonlScanner, iter_lines, json_path
+from memframe.scanning.jsonl import JsonlScanner, json_path
 from memframe.scanning.progress import Progress
 from memframe.scanning.runner import ScanRunner
 from memframe.scanning.windows import scan_range
 from memframe.server.postgres import PostgresStorage
 from memframe.server.sqlite import SQLiteStorage
+from memframe.transcripts._jsonl import iter_lines
 from tests.integration.cli_runner import memframe_env, run_memframe
 from tests.native.vectors import negatives, positives
 from tests.server.conftest import fresh_postgres_database
@@ -258,8 +259,8 @@ def test_jsonl_lines_longer_than_the_record_limit_are_scanned_as_text(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text(f'{{"a": "{GITHUB}"}}\n{long_line}\n', encoding="utf-8")
     with path.open("rb") as handle:
-        lines = list(iter_lines(handle, max_bytes=1000, chunk_bytes=64))
-    assert [(n, data is None) for n, _, _, data in lines] == [(1, False), (2, True)]
+        lines = list(iter_lines(handle, max_bytes=1000, chunk_size=64))
+    assert [(line.number, line.data is None) for line in lines] == [(1, False), (2, True)]
     scanner = JsonlScanner(SecretScanner(), known_rules=(), max_record_bytes=1000)
     with path.open("rb") as handle:
         result = scanner.scan(handle, path="t.jsonl", uri="t.jsonl")
