@@ -286,17 +286,23 @@ class SecretScanner:
         return out
 
 
-def redact_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
-    """Replace each span of ``text`` with ``[REDACTED]``, merging overlapping or touching spans."""
-    merged: list[list[int]] = []
+def merge_spans(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted ``[start, end)`` spans with overlapping or touching ones merged: the one span
+    merge of memframe (text redaction, byte-range redaction of files)."""
+    merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
         else:
-            merged.append([start, end])
+            merged.append((start, end))
+    return merged
+
+
+def redact_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """Replace each span of ``text`` with ``[REDACTED]``, merging overlapping or touching spans."""
     parts = []
     cursor = 0
-    for start, end in merged:
+    for start, end in merge_spans(spans):
         parts.append(text[cursor:start])
         parts.append(REDACTED)
         cursor = end

@@ -15,6 +15,8 @@ The adapter answers fast and never fails the host:
 
 from __future__ import annotations
 
+from memframe.tools import FILE_WRITE_TOOLS
+
 # Claude Code hook events the adapter acts on; any other event is answered with exit 0.
 EVENTS = (
     "SessionStart",
@@ -28,5 +30,6 @@ EVENTS = (
 )
 # Events whose work runs in the background worker.
 WORKER_EVENTS = frozenset({"PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
-# Tools that write a file (and so may write into team memory).
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+# Tools that write a file (and so may write into team memory); Codex's apply_patch is found
+# by memframe.patches.
+WRITE_TOOLS = FILE_WRITE_TOOLS

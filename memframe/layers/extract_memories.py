@@ -24,12 +24,12 @@ from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.serial import SessionRunners
+from memframe.tools import written_paths
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
     from memframe.session import Session
 
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 FALLBACK_SYSTEM = "You keep a long-term memory for a coding agent and its user."
 MAX_RECORDS = 200
 Job = tuple[dict[str, Any], list[Message], int]  # (record, messages, cursor)
@@ -51,30 +51,17 @@ def _prompt_template() -> str:
 
 def wrote_into(messages: list[Message], directory: Path, cwd: Path | None = None) -> bool:
     """Whether the main agent wrote a file inside ``directory`` in ``messages`` — with a write
-    tool, or with Codex's ``apply_patch`` (relative patch paths are taken from ``cwd``)."""
-    from memframe.patches import find_patch, parse_patch
-
+    tool, or with Codex's ``apply_patch`` (relative paths are taken from ``cwd``)."""
     root = os.path.realpath(directory)
-
-    def inside(target: str) -> bool:
-        path = Path(target).expanduser()
-        if not path.is_absolute() and cwd is not None:
-            path = cwd / path
-        real = os.path.realpath(path)
-        return real == root or real.startswith(root + os.sep)
-
     for message in messages:
         for call in message.tool_uses:
-            patch = find_patch(call.name, call.input)
-            if patch is not None:
-                if any(inside(change.target) for change in parse_patch(patch)):
+            for target in written_paths(call.name, call.input):
+                path = Path(target).expanduser()
+                if not path.is_absolute() and cwd is not None:
+                    path = cwd / path
+                real = os.path.realpath(path)
+                if real == root or real.startswith(root + os.sep):
                     return True
-                continue
-            if call.name not in WRITE_TOOLS:
-                continue
-            target = call.input.get("file_path", call.input.get("notebook_path"))
-            if isinstance(target, str) and target and inside(target):
-                return True
     return False
 
 

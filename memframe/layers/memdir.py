@@ -26,6 +26,7 @@ from memframe.memdir.index import memory_prompt
 from memframe.memdir.recall import MemdirSettings, bm25_select, recall
 from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelError, ModelRequest, backend_supports
+from memframe.tools import written_paths
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -58,21 +59,21 @@ class MemdirLayer:
 
     @hookimpl
     def on_tool_use(self, session: Session, tool_use: ToolUseBlock) -> None:
-        """The agent wrote a memory file itself: redact what must not be in memory (secrets,
-        personal data), then give it its index line."""
-        if tool_use.name not in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
-            return
-        target = tool_use.input.get("file_path")
-        if not isinstance(target, str) or not target:
-            return
-        path = Path(os.path.realpath(target))
-        try:
-            relative = path.relative_to(self.store.root).as_posix()
-        except ValueError:
-            return
-        if self.store.placeable(relative):
-            self._redact_in_place(path, relative)
-            self.store.reindex([path])
+        """The agent wrote a memory file itself (a write tool, or Codex's ``apply_patch``):
+        redact what must not be in memory (secrets, personal data), then give it its index
+        line (or drop the line of a file it deleted)."""
+        for target in written_paths(tool_use.name, tool_use.input):
+            path = Path(target).expanduser()
+            if not path.is_absolute():
+                path = self.frame.project_dir / path
+            path = Path(os.path.realpath(path))
+            try:
+                relative = path.relative_to(self.store.root).as_posix()
+            except ValueError:
+                continue
+            if self.store.placeable(relative):
+                self._redact_in_place(path, relative)
+                self.store.reindex([path])
 
     def _redact_in_place(self, path: Path, relative: str) -> None:
         from memframe.memdir.guard import scrub

@@ -22,6 +22,7 @@ from memframe.serial import SerialRunner
 from memframe.team_keys import local_keys
 from memframe.team_sync.settings import SyncConfigError, SyncError, TeamSyncSettings
 from memframe.team_sync.state import TEAM_DIR
+from memframe.tools import written_paths
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from memframe.session import Session
     from memframe.team_sync.client import PullResult, PushResult, TeamSyncClient
 
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 FINAL_WAIT = 15.0  # seconds a session end waits for a sync in flight
 FINAL_BUDGET = 15.0  # seconds the final push may take, retries included
 log = logging.getLogger("memframe.team_sync")
@@ -132,10 +132,10 @@ class TeamSyncLayer:
     def on_tool_use(
         self, session: Session, tool_use: ToolUseBlock, result: ToolResultBlock | None
     ) -> None:
-        if tool_use.name not in WRITE_TOOLS or self._client() is None:
+        targets = written_paths(tool_use.name, tool_use.input)
+        if not targets or self._client() is None:
             return
-        target = tool_use.input.get("file_path", tool_use.input.get("notebook_path"))
-        if isinstance(target, str) and target and self._inside_team_dir(target):
+        if any(self._inside_team_dir(target) for target in targets):
             self._debouncer.trigger(session)
 
     @hookimpl

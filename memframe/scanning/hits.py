@@ -10,7 +10,7 @@ allows nothing, so a typo never hides every secret on the line.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from memframe.scanner import Finding
@@ -149,14 +149,3 @@ def char_to_byte(text: str, offsets: Iterable[int]) -> dict[int, int]:
         char = offset
         out[offset] = byte
     return out
-
-
-def merge_spans(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted spans with overlapping or touching ones merged (what ``redact`` does)."""
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged

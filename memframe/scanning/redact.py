@@ -16,7 +16,7 @@ from typing import BinaryIO
 from urllib.parse import quote
 
 from memframe._fs import atomic_writer
-from memframe.scanner import REDACTED
+from memframe.scanner import REDACTED, merge_spans
 
 COPY_CHUNK = 1 << 20
 
@@ -66,14 +66,8 @@ def write_text(target: Path, text: str, *, source: str | None = None) -> None:
 
 def span_replacements(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int, bytes]]:
     """Byte spans (overlapping or touching ones merged) → ``[REDACTED]`` replacements."""
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
     marker = REDACTED.encode()
-    return [(start, end, marker) for start, end in merged]
+    return [(start, end, marker) for start, end in merge_spans(spans)]
 
 
 def write_replaced(

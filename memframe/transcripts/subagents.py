@@ -27,11 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from memframe.messages import Message, ToolUseBlock
+from memframe.tools import SHELL_TOOLS, SUBAGENT_TOOLS, written_paths
 
-SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
-# The tools that change a file, whichever agent calls them (Claude Code and Codex names).
-FILE_WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "apply_patch"})
-SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "exec_command", "local_shell"})
 MAX_FILES = 20
 MAX_COMMANDS = 10
 MAX_RESULT_CHARS = 400
@@ -54,14 +51,6 @@ def _command(call: ToolUseBlock) -> str | None:
     return command.strip() if isinstance(command, str) and command.strip() else None
 
 
-def _path(call: ToolUseBlock) -> str | None:
-    for key in ("file_path", "path", "notebook_path"):
-        value = call.input.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
 @dataclass
 class SubagentActivity:
     """One sub-agent's run, summarised."""
@@ -81,11 +70,11 @@ class SubagentActivity:
         if message.role == "assistant":
             for call in message.tool_uses:
                 self.calls[call.name] += 1
-                if call.name in FILE_WRITE_TOOLS:
-                    path = _path(call)
-                    if path and path not in self.files and len(self.files) < MAX_FILES:
+                written = written_paths(call.name, call.input)
+                for path in written:
+                    if path not in self.files and len(self.files) < MAX_FILES:
                         self.files.append(path)
-                elif call.name in SHELL_TOOLS:
+                if not written and call.name in SHELL_TOOLS:
                     command = _command(call)
                     if (
                         command
