@@ -7,6 +7,14 @@
         session.on_message({"role": "user", "content": "Remember: tests run with pytest -q"})
         print(session.context())
 
+The secret scanner with the bundled rules is there too::
+
+    findings = memframe.find("key: AKIA…")   # Finding(rule_id, label, spans, line)
+    clean = memframe.redact(text)            # secrets replaced by [REDACTED]
+
+and the public modules ``memframe.checksums``, ``memframe.tokens``, ``memframe.files`` (atomic
+private writes, locks) and ``memframe.layer_settings`` (typed layer settings).
+
 Heavier names load on first use so ``import memframe`` (and the CLI) start fast.
 """
 
@@ -27,13 +35,26 @@ if TYPE_CHECKING:
     from memframe.hookspecs import hookimpl, hookspec
     from memframe.messages import (
         ContentBlock,
+        ImageBlock,
         Message,
         MessageError,
+        OtherBlock,
         TextBlock,
         ThinkingBlock,
         ToolResultBlock,
         ToolUseBlock,
         Usage,
+    )
+    from memframe.scanner import (
+        FileFindings,
+        Finding,
+        SecretMatch,
+        SecretScanner,
+        find,
+        find_files,
+        redact,
+        scan,
+        scan_many,
     )
     from memframe.session import Session
 
@@ -58,6 +79,18 @@ _LAZY = {
     "ToolUseBlock": ("memframe.messages", "ToolUseBlock"),
     "ToolResultBlock": ("memframe.messages", "ToolResultBlock"),
     "Usage": ("memframe.messages", "Usage"),
+    "ImageBlock": ("memframe.messages", "ImageBlock"),
+    "OtherBlock": ("memframe.messages", "OtherBlock"),
+    # the secret scanner with the bundled rules (memframe.scanner for your own rule sets)
+    "scan": ("memframe.scanner", "scan"),
+    "find": ("memframe.scanner", "find"),
+    "redact": ("memframe.scanner", "redact"),
+    "scan_many": ("memframe.scanner", "scan_many"),
+    "find_files": ("memframe.scanner", "find_files"),
+    "SecretScanner": ("memframe.scanner", "SecretScanner"),
+    "SecretMatch": ("memframe.scanner", "SecretMatch"),
+    "Finding": ("memframe.scanner", "Finding"),
+    "FileFindings": ("memframe.scanner", "FileFindings"),
 }
 
 __all__ = [
@@ -67,11 +100,17 @@ __all__ = [
     "ConfigError",
     "ContentBlock",
     "ContextBlock",
+    "FileFindings",
+    "Finding",
+    "ImageBlock",
     "LayerInfo",
     "LayerLoadError",
     "MemoryFrame",
     "Message",
     "MessageError",
+    "OtherBlock",
+    "SecretMatch",
+    "SecretScanner",
     "Session",
     "TextBlock",
     "ThinkingBlock",
@@ -79,9 +118,14 @@ __all__ = [
     "ToolUseBlock",
     "Usage",
     "__version__",
+    "find",
+    "find_files",
     "hookimpl",
     "hookspec",
     "open",
+    "redact",
+    "scan",
+    "scan_many",
 ]
 
 
