@@ -437,18 +437,22 @@ LOCKER = """
 import sys, time
 from pathlib import Path
 from memframe.memdir.lock import ConsolidationLock
-root, go, ready = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+root, go, ready, release = (Path(a) for a in sys.argv[1:5])
 lock = ConsolidationLock(root)
 ready.write_text("ready")
 deadline = time.monotonic() + 30
-while not go.exists():
+while not go.exists():  # a start line: polled with a deadline
     if time.monotonic() > deadline:
         sys.exit(3)
     time.sleep(0.0005)
 acquired = lock.try_acquire()
 print("acquired" if acquired is not None else "blocked", flush=True)
 if acquired is not None:
-    time.sleep(1.0)
+    # hold the lock until the test has every other outcome (an explicit event, not a sleep)
+    while not release.exists():
+        if time.monotonic() > deadline:
+            sys.exit(4)
+        time.sleep(0.001)
     lock.release(acquired, success=True)
 """
 
@@ -457,11 +461,12 @@ def test_exactly_one_of_several_processes_acquires(tmp_path):
     root = tmp_path / "mem"
     private_dir(root)
     go = tmp_path / "go"
+    release = tmp_path / "release"
     procs = []
     for n in range(3):
         ready = tmp_path / f"ready-{n}"
         proc = subprocess.Popen(
-            [sys.executable, "-c", LOCKER, str(root), str(go), str(ready)],
+            [sys.executable, "-c", LOCKER, str(root), str(go), str(ready), str(release)],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -475,10 +480,13 @@ def test_exactly_one_of_several_processes_acquires(tmp_path):
         time.sleep(0.005)
     go.write_text("go")
     outcomes = []
+    for _, proc in procs:  # each says its outcome while the winner still holds the lock
+        assert proc.stdout is not None
+        outcomes.append(proc.stdout.readline().strip())
+    release.write_text("release")
     for _, proc in procs:
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
-        outcomes.append(out.strip())
     assert sorted(outcomes) == ["acquired", "blocked", "blocked"]
     lock = root / ".consolidate-lock"
     assert lock.read_text() == ""  # the winner released it, recording its consolidation
