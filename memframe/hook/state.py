@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,20 +97,11 @@ def _empty() -> dict[str, Any]:
 
 def load_json(path: Path) -> dict[str, Any]:
     """A state file as a dict; ``{}`` when missing. An unreadable file is kept aside
-    (``<name>.corrupt-<time>``) and counts as empty: state is never a reason to fail."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    try:
-        data = orjson.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError("not an object")
-    except ValueError:
-        with contextlib.suppress(OSError):
-            os.replace(path, path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
-        return {}
-    return data
+    (``<name>.corrupt-<time>``, :func:`memframe.state.keep_aside`) and counts as empty: state is
+    never a reason to fail."""
+    from memframe.state import load_json_state
+
+    return load_json_state(path, "hook state")
 
 
 def ensure_session_dir(directory: Path) -> None:

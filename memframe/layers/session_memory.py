@@ -26,6 +26,7 @@ from memframe.session_notes import (
     render_prompt,
     truncate_to_budget,
 )
+from memframe.state import keep_aside
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -251,11 +252,10 @@ class SessionMemoryLayer:
             return self.template.text
         except UnicodeDecodeError as exc:
             why = f"not UTF-8 ({exc.reason})"
-        aside = path.with_name(f"{path.name}.unparseable-{int(time.time() * 1000)}")
-        path.rename(aside)
+        aside = keep_aside(path, why, "session notes")
         atomic_write_text(path, self.template.text)
-        record["notes_reset"] = f"{why}; the old file is kept as {aside}"
-        log.warning("session notes %s were reset (%s)", path, why)
+        kept = f"the old file is kept as {aside}" if aside else "the old file could not be kept"
+        record["notes_reset"] = f"{why}; {kept}"
         return self.template.text
 
     def _request(

@@ -579,7 +579,7 @@ def test_notes_edited_into_an_unparseable_state_are_kept_aside(sm_frame):
     path.write_text("I deleted all the headers, oops\n")
     drive(session, tokens=30_000, tag="second-")
     frame.flush()
-    kept = list(path.parent.glob(f"{NOTES_FILE}.unparseable-*"))
+    kept = list(path.parent.glob(f"{NOTES_FILE}.corrupt-*"))
     assert [p.read_text() for p in kept] == ["I deleted all the headers, oops\n"]
     TEMPLATE.check(path.read_text())
     assert "notes_reset" in extractions(session)[-1]
@@ -593,7 +593,7 @@ def test_notes_that_are_not_utf8_are_kept_aside(sm_frame):
     path.write_bytes(b"\xff\xfe not text")
     drive(session)
     frame.flush()
-    assert [p.read_bytes() for p in path.parent.glob("*.unparseable-*")] == [b"\xff\xfe not text"]
+    assert [p.read_bytes() for p in path.parent.glob("*.corrupt-*")] == [b"\xff\xfe not text"]
     TEMPLATE.check(path.read_text())
 
 

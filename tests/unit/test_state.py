@@ -60,11 +60,13 @@ def test_save_is_private(state_path):
     assert mode(state_path.parent) == 0o700
 
 
-def test_save_tightens_an_existing_directory(state_path):
+def test_save_keeps_the_mode_of_an_existing_directory(state_path):
+    """memframe tightens only what it creates: the file is 0600, the existing folder stays."""
     state_path.parent.mkdir(parents=True, mode=0o755)
     state_path.parent.chmod(0o755)
     SessionState(state_path).save()
-    assert mode(state_path.parent) == 0o700
+    assert mode(state_path.parent) == 0o755
+    assert mode(state_path) == 0o600
 
 
 def test_a_section_that_is_not_an_object(state_path):
