@@ -54,6 +54,43 @@ def _valid(kind: Any, metadata: Mapping[str, Any], value: Any) -> bool:
     return isinstance(value, str)
 
 
+def check_value(
+    kind: Any,
+    value: Any,
+    where: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+    error: type[Exception] = ConfigError,
+) -> Any:
+    """One setting's value checked against ``kind`` (``bool``, ``int``, ``float``, ``str``,
+    ``tuple[str, ...]``) — the one validator of memframe's settings (layer settings, model
+    backend options). A bad value raises ``error`` as ``"<where> must be <what>, got <value>"``;
+    ``maximum`` is exclusive."""
+    metadata: dict[str, Any] = {}
+    if minimum is not None:
+        metadata["min"] = minimum
+    if choices is not None:
+        metadata["choices"] = choices
+    valid = _valid(kind, metadata, value) and (
+        maximum is None
+        or isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < maximum
+    )
+    if kind is str and valid and choices is None:
+        valid = bool(value.strip())
+    if not valid:
+        expected = _expected(kind, metadata)
+        if kind is str and choices is None:
+            expected = "a non-empty string"
+        if maximum is not None:
+            expected += f" and < {maximum:g}"
+        raise error(f"{where} must be {expected}, got {value!r}")
+    return tuple(value) if _is_list(kind) else value
+
+
 def checked(cls: type[T], base: T, values: Mapping[str, Any], where: str) -> T:
     """``base`` with ``values`` applied, each checked against ``cls``'s field types."""
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 
+from memframe.layer_settings import check_value
 from memframe.models.base import (
     ModelError,
     ModelNotConfiguredError,
@@ -51,14 +52,12 @@ def option_str(
         if from_env:
             return from_env
     value = options.get(key)
-    if value is not None:
-        if not isinstance(value, str) or not value.strip():
-            raise ModelNotConfiguredError(
-                f"settings models.{backend}.{key} must be a non-empty string, "
-                f"got {type(value).__name__}"
-            )
-        return value.strip()
-    return None
+    if value is None:
+        return None
+    checked: str = check_value(
+        str, value, f"settings models.{backend}.{key}", error=ModelNotConfiguredError
+    )
+    return checked.strip()
 
 
 def option_int(options: Mapping[str, Any], key: str, default: int, *, backend: str) -> int:
@@ -66,23 +65,21 @@ def option_int(options: Mapping[str, Any], key: str, default: int, *, backend: s
     value = options.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ModelNotConfiguredError(
-            f"settings models.{backend}.{key} must be a non-negative integer, got {value!r}"
-        )
-    return value
+    where = f"settings models.{backend}.{key}"
+    checked: int = check_value(int, value, where, minimum=0, error=ModelNotConfiguredError)
+    return checked
 
 
 def option_float(options: Mapping[str, Any], key: str, default: float, *, backend: str) -> float:
-    """``options[key]`` as a non-negative number, else ``default``."""
+    """``options[key]`` as a non-negative number (below a million), else ``default``."""
     value = options.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e6:
-        raise ModelNotConfiguredError(
-            f"settings models.{backend}.{key} must be a non-negative number, got {value!r}"
-        )
-    return float(value)
+    where = f"settings models.{backend}.{key}"
+    checked = check_value(
+        float, value, where, minimum=0, maximum=1e6, error=ModelNotConfiguredError
+    )
+    return float(checked)
 
 
 def retry_options(options: Mapping[str, Any], *, backend: str) -> dict[str, Any]:
