@@ -375,7 +375,7 @@ def test_missing_key_names_both_ways_to_set_it():
         ({"api_key": KEY, "model": ""}, "model must be a non-empty string"),
         ({"api_key": KEY, "max_retries": "3"}, "max_retries must be an integer >= 0"),
         ({"api_key": KEY, "max_retries": True}, "max_retries"),
-        ({"api_key": KEY, "backoff_base": -1}, "backoff_base must be a number >= 0 and < 1e+06"),
+        ({"api_key": KEY, "backoff_base": -1}, "backoff_base must be a number >= 0 and < 1e.06"),
         ({"api_key": KEY, "base_url": "ftp://example"}, "not an http"),
     ],
 )
