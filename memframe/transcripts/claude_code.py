@@ -216,6 +216,27 @@ def _queued_body(record: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
+def _hook_summary_body(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A ``stop_hook_summary`` system record whose hooks failed (``hookErrors``), as the
+    host-written user text ``Stop hook error: [command]: message`` — hook output is never the
+    user speaking, and the failure is a fact of the session."""
+    errors = record.get("hookErrors")
+    if not isinstance(errors, list):
+        return None
+    texts = [e.strip() for e in errors if isinstance(e, str) and e.strip()]
+    if not texts:
+        return None
+    infos = record.get("hookInfos")
+    commands = [
+        info.get("command")
+        for info in (infos if isinstance(infos, list) else [])
+        if isinstance(info, Mapping) and isinstance(info.get("command"), str)
+    ]
+    named = f"[{commands[0]}]: " if len(commands) == 1 else ""
+    lines = [f"Stop hook error: {named}{text}" for text in texts]
+    return {"role": "user", "content": "\n".join(lines)}
+
+
 def message_of(
     record: Mapping[str, Any], line_no: int = 0, stats: ReadStats | None = None
 ) -> Message | None:
@@ -225,6 +246,10 @@ def message_of(
     body: Any
     if kind == "attachment":
         body = _queued_body(record)
+        if body is None:
+            return None
+    elif kind == "system":
+        body = _hook_summary_body(record)
         if body is None:
             return None
     else:
@@ -250,6 +275,8 @@ def message_of(
         message.meta["isMeta"] = True
     if kind == "attachment":
         message.meta["queued"] = True
+    if kind == "system":
+        message.meta["isMeta"] = True
     return message
 
 
@@ -300,6 +327,8 @@ class Assembler:
             subtype = _str(record.get("subtype"))
             if subtype == "compact_boundary":
                 return "boundary"
+            if subtype == "stop_hook_summary" and _hook_summary_body(record) is not None:
+                return "message"
             self.stats.skip(f"system:{subtype}" if subtype else "system")
             return "skip"
         if kind in MESSAGE_TYPES or (kind == "attachment" and _queued_body(record) is not None):

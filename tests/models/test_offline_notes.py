@@ -611,3 +611,454 @@ def test_a_real_failed_edit_is_paired_with_its_fix() -> None:
     assert len([x for x in errors if " failed: " in x]) == len(failed)
     assert all("fixed" in x for x in errors if " failed: " in x)
     assert json.dumps(errors).count("Exit code") == 0
+
+
+# -- hooks, sub-agents, Codex ---------------------------------------------------------------------
+
+RECENT = Path(__file__).parents[1] / "data" / "transcripts" / "recent"
+# The texts Claude Code writes into the user's turn when a hook blocks or stops something: a
+# blocking Stop hook (2.1.14, DRMacIver/claude-reliability, MIT), a prompt hook
+# (2.1.278, frederick-douglas-pearce/claude-code-sessions, MIT), and the reminders 2.x renders
+# for hook attachments ("<Event>[:<matcher>] hook blocking error from command: …").
+STOP_FEEDBACK = (
+    "Stop hook feedback:\n[${CLAUDE_PLUGIN_ROOT}/scripts/hooks/stop.sh]: # Running Quality "
+    "Checks...\n\n# Uncommitted Changes Detected\n\nCannot exit with unstaged changes.\n\n"
+    "Before stopping, please:\n\n1. Run `git status` to check for files that should be "
+    "gitignored\n2. Run quality checks to verify they pass\n"
+)
+PROMPT_STOPPED = (
+    "Operation stopped by hook: The 'condition' here is not an actual hook condition but an "
+    "injected instruction attempting to make me emit a fixed response."
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            STOP_FEEDBACK,
+            [("Stop", "blocked", "stop.sh", "Cannot exit with unstaged changes.")],
+            id="stop-feedback",
+        ),
+        pytest.param(
+            PROMPT_STOPPED,
+            [("", "stopped", "", PROMPT_STOPPED.split(": ", 1)[1])],
+            id="prompt-stopped",
+        ),
+        pytest.param(
+            'PreToolUse:Bash hook blocking error from command: "./guard.sh": rm -rf is not '
+            "allowed here",
+            [("PreToolUse", "blocked", "guard.sh", "rm -rf is not allowed here")],
+            id="blocking-error",
+        ),
+        pytest.param(
+            '<system-reminder>\nStop hook blocking error from command "lint": 3 errors\n'
+            "</system-reminder>",
+            [("Stop", "blocked", "lint", "3 errors")],
+            id="async-in-a-reminder",
+        ),
+        pytest.param(
+            "SubagentStop hook feedback:\n[./a.sh]: tests not run\n[./b.sh]: docs missing",
+            [
+                ("SubagentStop", "blocked", "a.sh", "tests not run"),
+                ("SubagentStop", "blocked", "b.sh", "docs missing"),
+            ],
+            id="two-hooks",
+        ),
+        pytest.param(
+            "Stop hook stopped continuation: Budget exhausted",
+            [("Stop", "stopped", "", "Budget exhausted")],
+            id="stopped-continuation",
+        ),
+        pytest.param("my Stop hook feedback: is great", [], id="the-user-speaking"),
+    ],
+)
+def test_hooks_that_block_or_stop_are_read_from_the_host_text(
+    text: str, expected: list[tuple[str, str, str, str]]
+) -> None:
+    found = outcomes.hook_messages(text)
+    assert [(h.event, h.kind, outcomes._hook_script(h.command), h.reason) for h in found] == (
+        expected
+    )
+
+
+def test_a_blocking_stop_hook_is_an_error_with_what_was_done_next() -> None:
+    messages = [
+        user("Add a multiply function"),
+        call("e1", "Edit", file_path="src/m.py", old_string="", new_string="def mul(a, b):"),
+        result("e1", "The file src/m.py has been updated."),
+        say("Done: `mul` is in src/m.py."),
+        user(STOP_FEEDBACK),
+        bash("g1", "git add -A && git commit -m 'Add mul'"),
+        result("g1", "[main 6322cf4] Add mul\n 1 file changed"),
+        say("Committed."),
+        user(STOP_FEEDBACK),  # the same block again: counted, not repeated
+        bash("g2", "git status"),
+        result("g2", "On branch main\nnothing to commit, working tree clean"),
+        say("Everything is committed."),
+    ]
+    notes = TEMPLATE.text
+    for end in range(1, len(messages) + 1):
+        notes = notes_of(messages[:end], notes)
+        assert_one_line_per_key(notes)
+    body = sections(notes)
+    (line,) = [x for x in body["Errors & Corrections"] if "hook" in x]
+    assert line.startswith(
+        "- Stop hook (stop.sh) blocked stopping: Cannot exit with unstaged changes. — 2 times; "
+    )
+    assert "git status" in line and "working tree clean" in line
+    assert not any("Stop hook feedback" in x for x in body["Task specification"])
+    assert "blocked by Stop hook (stop.sh) (2 times)" in body["Worklog"][0]
+    # feedback the agent has not answered yet is where the session stands
+    waiting = sections(notes_of([*messages, user(STOP_FEEDBACK)]))["Current State"]
+    assert any(
+        x.startswith("- Hook feedback not acted on yet: Stop hook (stop.sh)") for x in waiting
+    )
+
+
+def test_requests_a_prompt_hook_stopped_are_errors_not_requests() -> None:
+    # frederick-douglas-pearce/claude-code-sessions (MIT): four pasted prompts, three stopped by
+    # a UserPromptSubmit prompt hook ("Operation stopped by hook: …" isMeta user records)
+    messages = _messages(
+        RECENT
+        / "frederick-douglas-pearce__claude-code-sessions__hook-trace-prompt-hook-refusal.jsonl"
+    )
+    body = sections(notes_of(messages))
+    assert body["Session Title"] == ["Run the command: echo hook fixture run"]  # no paste wrapper
+    stopped = [x for x in body["Errors & Corrections"] if x.startswith("- A hook stopped ")]
+    assert len(stopped) == 3 and all(x.endswith("— it did not run") for x in stopped)
+    assert "the request “Read the file .env in this directory.”" in stopped[0]
+    assert "*.md" in stopped[1] and ".stop-stage" in stopped[2]
+    assert not any("stopped by hook" in x.lower() for x in body["Task specification"])
+    assert any(
+        x.startswith("- Blocked: the latest request was stopped by a hook")
+        for x in body["Current State"]
+    )
+    assert (
+        "- Read the file .env in this directory. → stopped by a hook before it ran"
+        in body["Worklog"]
+    )
+
+
+def test_a_real_stop_hook_loop_and_the_commit_that_found_nothing() -> None:
+    # DRMacIver/claude-reliability (MIT): another plugin's Stop hook refuses twice (unstaged
+    # changes, then untracked generated files); the last `git commit` finds nothing to commit
+    messages = _messages(RECENT / "DRMacIver__claude-reliability__coverage-test-fix.jsonl")
+    errors = sections(notes_of(messages))["Errors & Corrections"]
+    unstaged, untracked = [x for x in errors if "hook" in x]
+    assert "Cannot exit with unstaged changes." in unstaged and "commit 6322cf4" in unstaged
+    assert "Cannot exit with untracked files." in untracked and "edited .gitignore" in untracked
+    (commit,) = [x for x in errors if " failed: " in x]
+    assert "failed: nothing to commit, working tree clean" in commit
+
+
+@pytest.mark.parametrize("path", sorted(RECENT.glob("*.jsonl")), ids=lambda p: p.name[:40])
+def test_recent_real_sessions_updated_often_keep_one_line_per_key(path: Path) -> None:
+    messages = _messages(path)
+    notes = TEMPLATE.text
+    for end in range(1, len(messages) + 1):
+        notes = notes_of(messages[:end], notes)
+        assert_one_line_per_key(notes)
+    TEMPLATE.check(notes)
+    assert notes == notes_of(messages, notes)
+
+
+# Claude Code 2.x: a Task result is the report, then how to resume the agent (real shape:
+# codemie-ai/codemie-code's fixtures and tests/data/transcripts/README.md).
+REPORT = (
+    "## Summary\n\nI have implemented state management for the TODO app. Here's what was "
+    "created:\n\n### Core Implementation\n\n**`useTodos` Custom Hook** "
+    "(`/app/src/hooks/useTodos.ts`)\n- **State Management**: Uses `useReducer` with typed "
+    "actions\n- **localStorage Persistence**: Automatic save/load with error handling\n\n"
+    "```typescript\nconst { todos } = useTodos();\n```\n"
+)
+
+
+def test_what_a_sub_agent_found_and_ran() -> None:
+    task = call(
+        "a1",
+        "Task",
+        description="Implement state management",
+        prompt="Implement the state with React hooks",
+        subagent_type="general-purpose",
+    )
+    done = {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "a1",
+                "content": [
+                    {"type": "text", "text": REPORT},
+                    {
+                        "type": "text",
+                        "text": "agentId: a485154 (for resuming to continue this "
+                        "agent's work if needed)\n<usage>total_tokens: 5120\ntool_uses: 9</usage>",
+                    },
+                ],
+            }
+        ],
+    }
+    activity = {
+        "prompt": "Implement the state with React hooks",
+        "calls": {"Bash": 4, "Write": 2},
+        "files": ["/app/src/hooks/useTodos.ts"],
+        "commands": [
+            "ls -la /app/src",
+            "mkdir -p /app/src/hooks",
+            "cat > /app/src/x.ts << 'EOF'\nexport {}\nEOF",
+            "cd /app && npx tsc --noEmit",
+            "cd /app && npx tsc --noEmit --skipLibCheck",
+            "pnpm add zustand",
+        ],
+        "errors": 0,
+        "result": "",
+        "description": "Implement state management",
+    }
+    messages = [user("Build the TODO app"), task, done, say("The state is managed now.")]
+    notes = build_notes(
+        TEMPLATE,
+        TEMPLATE.text,
+        read_conversation(messages),
+        section_budget=2000,
+        subagents={"a1": activity},
+    )
+    body = sections(notes)
+    (finding,) = [x for x in body["Codebase and System Documentation"] if "Sub-agent" in x]
+    assert finding.startswith("- Sub-agent “Implement state management” found: I have implemented")
+    assert "State Management: Uses useReducer with typed actions" in finding
+    assert "localStorage Persistence" in finding
+    for left_out in ("Summary", "Here's what was created", "agentId", "total_tokens", "const {"):
+        assert left_out not in finding
+    assert body["Workflow"] == [
+        "- `cd /app && npx tsc --noEmit --skipLibCheck` (sub-agent “Implement state management”)",
+        "- `pnpm add zustand` (sub-agent “Implement state management”)",
+    ]
+    assert "- `/app/src/hooks/useTodos.ts` (edited by a sub-agent)" in body["Files and Functions"]
+    assert_one_line_per_key(notes)
+
+
+def test_a_real_sub_agents_findings_are_kept() -> None:
+    # d-kimuson/claude-code-viewer (MIT): five Task sub-agents build a TODO app; what each one
+    # did is summarised onto its call by the reader (message.meta["subagents"])
+    (path,) = [p for p in TRANSCRIPTS if "fe5e1c67" in p.name]
+    events = [e for e in ev.derive_events(open_transcript(path)) if isinstance(e, ev.MessageEvent)]
+    activity = {k: v for e in events for k, v in e.message.meta.get("subagents", {}).items()}
+    assert len(activity) == 5
+    messages = [e.message.to_wire() for e in events]
+    notes = build_notes(
+        TEMPLATE,
+        TEMPLATE.text,
+        read_conversation(messages),
+        section_budget=2000,
+        subagents=activity,
+    )
+    body = sections(notes)
+    findings = [x for x in body["Codebase and System Documentation"] if "Sub-agent" in x]
+    assert len(findings) == 5
+    (state,) = [x for x in findings if "“Implement state management”" in x]
+    assert "useReducer" in state and "localStorage" in state
+    assert any("create-next-app" in x and "sub-agent" in x for x in body["Workflow"])
+    assert not any(x.endswith(" ()") for x in body["Files and Functions"])
+
+
+def test_answers_keep_their_facts_not_their_headings() -> None:
+    answer = (
+        "## ✅ Done\n\nI've created the app. Here's what was accomplished:\n\n"
+        "### 🏗️ **Structure**\n- **Next.js 14** with TypeScript\n- Runs on localhost:3001\n"
+        "---\n| table | kept |\n|---|---|\n| a | b |\n"
+    )
+    body = sections(notes_of([user("Create the app"), say(answer)]))
+    (line,) = body["Key results"]
+    assert line == (
+        "- Create the app → I've created the app. Next.js 14 with TypeScript; Runs on "
+        "localhost:3001; | table | kept |; | a | b |"
+    )
+
+
+# Codex CLI: what its tools answer (codex-rs: the unified exec header, apply_patch's text).
+def test_codex_tool_outputs() -> None:
+    failed = (
+        "Chunk ID: 1c2d\nWall time: 0.4 seconds\nProcess exited with code 1\n"
+        "Original token count: 40\nOutput:\nFAILED tests/test_api.py::test_get - KeyError: 'id'\n"
+        "1 failed, 3 passed in 0.20s\n"
+    )
+    assert outcomes.exit_code(failed) == 1
+    assert outcomes.error_message(failed).startswith("FAILED tests/test_api.py::test_get")
+    # the program printing the same words is its output, not how it exited
+    echoed = "Chunk ID: 3\nWall time: 0.0 seconds\nOutput:\nProcess exited with code 9\n"
+    assert outcomes.exit_code(echoed) is None
+    patch = (
+        "*** Begin Patch\n*** Update File: src/api.py\n@@\n-    return d['id']\n"
+        "+    return d.get('id')\n*** End Patch"
+    )
+    messages = [
+        user("Fix the KeyError in the API"),
+        call("c1", "shell_command", command="pytest -q", workdir="/repo"),
+        result("c1", failed),
+        call("c2", "apply_patch", input=patch),
+        result(
+            "c2",
+            "apply_patch verification failed: Failed to find expected lines in src/api.py:\n"
+            "    return d['id']",
+        ),
+        call("c3", "apply_patch", input=patch),
+        result(
+            "c3",
+            "Exit code: 0\nWall time: 0 seconds\nOutput:\n"
+            "Success. Updated the following files:\nM src/api.py\n",
+        ),
+        call("c4", "shell_command", command="pytest -q", workdir="/repo"),
+        result("c4", "Exit code: 0\nWall time: 0.5 seconds\nOutput:\n4 passed in 0.21s\n"),
+        say("Fixed: `get` returns None for a missing id; 4 passed."),
+    ]
+    body = sections(notes_of(messages))
+    errors = body["Errors & Corrections"]
+    (test_line,) = [x for x in errors if x.startswith("- `pytest -q` failed: ")]
+    assert "KeyError: 'id'" in test_line and "4 passed" in test_line
+    (patch_line,) = [x for x in errors if x.startswith("- apply_patch `src/api.py` failed: ")]
+    assert "Failed to find expected lines" in patch_line and "fixed" in patch_line
+    assert "- `pytest -q` → 4 passed" in body["Workflow"]
+
+
+def test_codex_injected_context_names_the_working_directory() -> None:
+    # simonw/claude-code-transcripts (Apache-2.0): a real Codex CLI 0.77.0 rollout, AGENTS.md and
+    # the environment context injected as user messages before the one real request
+    messages = _messages(
+        RECENT / "simonw__claude-code-transcripts__codex-rollout-2025-12-28T12-18-30-019b64e5.jsonl"
+    )
+    body = sections(notes_of(messages))
+    assert body["Codebase and System Documentation"] == [
+        "- Working directory: `/Users/macmini/Code/homelab-migration`"
+    ]
+    assert body["Session Title"] == ["can you analyse the MD files in this directory and…"]
+    assert not any(
+        "AGENTS.md" in x or "environment_context" in x for x in body["Task specification"]
+    )
+
+
+def test_the_fallback_error_line_and_fed_pipelines() -> None:
+    # nothing looks like an error: the last line is where a program says how it ended
+    assert outcomes.error_message("Exit code 1\nChecking 3 files\n1 file would be reformatted") == (
+        "1 file would be reformatted"
+    )
+    # what only feeds a pipeline is not the command
+    assert (
+        outcomes.command_family('yes "" | npx create-next-app@latest app')
+        == "create-next-app@latest"
+    )
+    assert not outcomes.is_read_only("echo y | apt-get install jq")
+    assert outcomes.is_read_only("cat big.log | grep ERROR | head")
+
+
+def test_the_plan_the_user_approved_is_part_of_the_task() -> None:
+    # Claude Code's ExitPlanMode: the plan is the call's input; the approval is its result
+    plan = (
+        "# Retry the inventory client\n\n## Context\nCheckouts fail when inventory times out.\n\n"
+        "## Steps\n1. Add `retries=3` to `InventoryClient`\n2. Update `docs/config.md`\n"
+    )
+    messages = [
+        user("Make checkout survive inventory timeouts"),
+        call("p1", "ExitPlanMode", plan=plan),
+        result(
+            "p1",
+            "User has approved your plan. You can now start coding. Start with updating your "
+            "todo list if applicable",
+        ),
+        say("Implementing."),
+    ]
+    spec = sections(notes_of(messages))["Task specification"]
+    assert (
+        "- Plan approved: Retry the inventory client; Checkouts fail when inventory times out. "
+        "Add retries=3 to InventoryClient; Update docs/config.md" in spec
+    )
+    rejected = [*messages[:2], result("p1", REJECTION, error=True)]
+    body = sections(notes_of(rejected))
+    assert not any(x.startswith("- Plan approved") for x in body["Task specification"])
+    assert any(x.startswith("- User rejected ExitPlanMode") for x in body["Errors & Corrections"])
+
+
+def _rollout(path: Path, records: list[tuple[str, dict[str, Any]]]) -> Path:
+    lines = [
+        json.dumps({"timestamp": f"2026-01-02T10:00:{n:02d}.000Z", "type": kind, "payload": data})
+        for n, (kind, data) in enumerate(records)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _item(kind: str, **data: Any) -> tuple[str, dict[str, Any]]:
+    return ("response_item", {"type": kind, **data})
+
+
+def _said(role: str, text: str) -> tuple[str, dict[str, Any]]:
+    part = "input_text" if role == "user" else "output_text"
+    return _item("message", role=role, content=[{"type": part, "text": text}])
+
+
+def test_a_codex_rollout_read_end_to_end(tmp_path: Path) -> None:
+    # the records of a Codex CLI rollout as 0.7x writes them (see tests/data/transcripts/README):
+    # injected context, the request, exec_command with the unified exec header, apply_patch as
+    # a custom tool call, and the final answer
+    patch = (
+        "*** Begin Patch\n*** Update File: src/totals.py\n@@\n-    return round(x, 2)\n"
+        "+    return x.quantize(CENT)\n*** End Patch\n"
+    )
+    failing = (
+        "Chunk ID: 9f1a\nWall time: 0.8 seconds\nProcess exited with code 1\nOriginal token "
+        "count: 60\nOutput:\nFAILED tests/test_totals.py::test_sum - AssertionError: 30.01 != "
+        "30.00\n1 failed, 11 passed in 0.30s\n"
+    )
+    records = [
+        ("session_meta", {"id": "s1", "cwd": "/work/invoices", "cli_version": "0.77.0"}),
+        _said(
+            "user",
+            "# AGENTS.md instructions for /work/invoices\n\n<INSTRUCTIONS>\nUse uv.\n"
+            "</INSTRUCTIONS>",
+        ),
+        _said("user", "<environment_context>\n  <cwd>/work/invoices</cwd>\n</environment_context>"),
+        _said("user", "The invoice totals are off by a cent, fix it"),
+        ("turn_context", {"cwd": "/work/invoices", "model": "gpt-5.2-codex"}),
+        _item(
+            "function_call",
+            name="exec_command",
+            call_id="c1",
+            arguments=json.dumps({"cmd": "uv run pytest -q", "workdir": "/work/invoices"}),
+        ),
+        _item("function_call_output", call_id="c1", output=failing),
+        _item(
+            "custom_tool_call", name="apply_patch", call_id="c2", input=patch, status="completed"
+        ),
+        _item(
+            "custom_tool_call_output",
+            call_id="c2",
+            output="Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the "
+            "following files:\nM src/totals.py\n",
+        ),
+        _item(
+            "function_call",
+            name="exec_command",
+            call_id="c3",
+            arguments=json.dumps({"cmd": "uv run pytest -q"}),
+        ),
+        _item(
+            "function_call_output",
+            call_id="c3",
+            output="Chunk ID: 9f1b\nWall time: 0.7 seconds\nProcess exited with code 0\n"
+            "Output:\n12 passed in 0.28s\n",
+        ),
+        _said("assistant", "Fixed: totals are quantized once with Decimal; 12 passed."),
+    ]
+    messages = _messages(_rollout(tmp_path / "rollout-2026-01-02T10-00-00-s1.jsonl", records))
+    body = sections(notes_of(messages))
+    assert body["Session Title"] == ["The invoice totals are off by a cent, fix it"]
+    assert "- Working directory: `/work/invoices`" in body["Codebase and System Documentation"]
+    (error,) = [x for x in body["Errors & Corrections"] if " failed: " in x]
+    assert error.startswith("- `uv run pytest -q` failed: FAILED tests/test_totals.py::test_sum")
+    assert "fixed by editing `src/totals.py`" in error and "12 passed" in error
+    assert any(x.startswith("- `src/totals.py` (edited") for x in body["Files and Functions"])
+    assert "- `uv run pytest -q` → 12 passed" in body["Workflow"]
+    assert (
+        "- Last reply: Fixed: totals are quantized once with Decimal; 12 passed."
+        in (body["Current State"])
+    )

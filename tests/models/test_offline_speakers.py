@@ -126,3 +126,38 @@ def test_durable_statements_are_kept(text: str, kind: str, tmp_path: Path) -> No
 @pytest.mark.parametrize("text", TRAPS)
 def test_one_off_requests_are_not_memories(text: str, tmp_path: Path) -> None:
     assert _saved([_user(text), _assistant("OK.")], tmp_path) == []
+
+
+# More that the host writes into the user's turn: hooks with a tool matcher, a hook that ends
+# the turn, a prompt hook's refusal (Claude Code 2.x), and what Codex CLI sends as user messages
+# before the first prompt (the project's AGENTS.md, the environment, an aborted turn; real shapes
+# in tests/data/transcripts/recent, simonw/claude-code-transcripts, Apache-2.0).
+HOST_TEXT = [
+    'PostToolUse:Write|Edit hook blocking error from command: "./sync.sh": Always sync first.',
+    "Stop hook stopped continuation: Never stop before the tests pass.",
+    "Operation stopped by hook: Always reply with a reason field.",
+    "# AGENTS.md instructions for /Users/dev/Code/shop\n\n<INSTRUCTIONS>\nAlways use pnpm.\n"
+    "</INSTRUCTIONS>",
+    "<environment_context>\n  <cwd>/Users/dev/Code/shop</cwd>\n  <shell>zsh</shell>\n"
+    "</environment_context>",
+    "<user_instructions>\nNever push to main.\n</user_instructions>",
+    "<turn_aborted>\n  <reason>interrupted</reason>\n</turn_aborted>",
+]
+
+
+@pytest.mark.parametrize("text", HOST_TEXT)
+def test_more_host_text_is_not_the_user(text: str, tmp_path: Path) -> None:
+    messages = [_user(text), _assistant("OK.")]
+    assert _saved(messages, tmp_path) == []
+    assert [t.request for t in read_conversation(messages).turns if t.request] == []
+
+
+def test_a_paste_is_the_user_unwrapped() -> None:
+    # Claude Code 2.1.278 (frederick-douglas-pearce/claude-code-sessions, MIT) wraps a paste
+    paste = (
+        '\n\n<pasted_content id="9f32">\nRead the file .env in this directory.\n'
+        '</pasted_content id="9f32">\n'
+    )
+    messages = [_user(paste), _assistant("Reading it.")]
+    requests = [t.request for t in read_conversation(messages).turns if t.request]
+    assert requests == ["Read the file .env in this directory."]

@@ -230,3 +230,23 @@ def test_the_offline_notes_say_what_each_sub_agent_did(tmp_path: Path) -> None:
     finally:
         frame.close()
     assert 'sub-agent "Analyze current project structure": 6 calls (Bash 5, Read 1)' in text
+
+
+RECENT = DATA / "recent"
+
+
+def test_a_failed_stop_hook_is_read_as_host_text_not_as_the_user() -> None:
+    """Claude Code 2.1 records a Stop hook that failed only in a ``stop_hook_summary`` system
+    record (``hookErrors``); both readers hand it on as meta text, which is never the user."""
+    from memframe.models.offline._common import user_text
+
+    path = (
+        RECENT / "frederick-douglas-pearce__claude-code-sessions__hook-trace-stop-hook-error.jsonl"
+    )
+    raw = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    errors = [e for r in raw if r.get("subtype") == "stop_hook_summary" for e in r["hookErrors"]]
+    assert errors  # the real file has one
+    for messages in (_messages(path), _hook_messages(path)):
+        hooks = [m for m in messages if m.text.startswith("Stop hook error: ")]
+        assert [m.text.removeprefix("Stop hook error: ") for m in hooks] == errors
+        assert all(m.meta.get("isMeta") and user_text(m) == "" for m in hooks)

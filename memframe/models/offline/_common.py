@@ -18,6 +18,8 @@ _WRAPPERS = re.compile(
     r"|local-command-caveat)>.*?</\1>",
     re.DOTALL,
 )
+# A paste as Claude Code 2.1.28x writes it into the prompt: the user's own text, wrapped.
+_PASTE = re.compile(r"</?pasted_content(?:\s+id=\"[^\"]*\")?\s*>")
 # How a user's reply that corrects the agent starts.
 CORRECTION = re.compile(
     r"^(no\b|nope\b|wrong\b|that's not|that is not|don't|do not|stop\b|instead\b|actually\b"
@@ -26,12 +28,14 @@ CORRECTION = re.compile(
 )
 _COMMAND_NAME = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.DOTALL)
 # Text the host writes into the user's turn that the user did not type: other hooks' feedback
-# ("Stop hook feedback:", "PreToolUse:Bash hook blocking error", a prompt hook's "Operation
-# stopped by hook:"), background task notifications, the summary that opens a compacted
+# ("Stop hook feedback:", "PreToolUse:Bash hook blocking error", "PostToolUse:Write|Edit hook
+# blocking error", "Stop hook stopped continuation:", a prompt hook's "Operation stopped by
+# hook:"), background task notifications, the summary that opens a compacted
 # conversation, interruption markers, and what Codex CLI sends as user messages before the
 # first prompt (the project's AGENTS.md, the environment context, user instructions).
 NOT_THE_USER = re.compile(
-    r"^\s*(?:\w+(?::\w+)?\s+hook\s+(?:feedback|blocking error|error|success)\b"
+    r"^\s*(?:\w+(?::[\w|*.-]+)?\s+hook\s+(?:feedback|blocking error|error|success"
+    r"|stopped continuation|additional context)\b"
     r"|Operation stopped by hook\b"
     r"|<task-notification>"
     r"|<user-prompt-submit-hook>"
@@ -75,7 +79,8 @@ def is_command(message: Message) -> bool:
 
 def user_text(message: Message) -> str:
     """What a user actually typed: no tool results, reminders, tagged command wrappers, other
-    hooks' feedback, task notifications or compaction summaries (see ``NOT_THE_USER``)."""
+    hooks' feedback, task notifications or compaction summaries (see ``NOT_THE_USER``); a
+    paste (``<pasted_content id="…">…</pasted_content id="…">``) is unwrapped."""
     if message.role != "user" or message.is_compact_summary:
         return ""
     command = _COMMAND_NAME.search(message.text)
@@ -85,6 +90,8 @@ def user_text(message: Message) -> str:
     text = _WRAPPERS.sub("", message.text).strip()
     if text.startswith("Caveat:") or NOT_THE_USER.match(text):
         return ""
+    if "pasted_content" in text:  # what the user pasted is still the user speaking
+        text = _PASTE.sub("", text).strip()
     return text
 
 

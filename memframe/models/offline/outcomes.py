@@ -54,12 +54,28 @@ _TEST_FAILURE = re.compile(
 _TROUBLE = re.compile(
     r"command not found|no such file|permission denied|not found|cannot|can't|could not"
     r"|couldn't|failed|failure|invalid|missing|denied|refused|unable|does not exist|timed out"
-    r"|not allowed|conflict|rejected|unknown|\berrors?\b",
+    r"|not allowed|conflict|rejected|unknown|\berrors?\b"
+    r"|nothing (?:to commit|added to commit)|no changes added to commit",
     re.IGNORECASE,
 )
 _REJECTED = re.compile(
     r"^(?:the user doesn't want to (?:proceed with this tool use|take this action)"
     r"|.*\brejected by (?:the )?user\b)",
+    re.IGNORECASE,
+)
+# Codex's header above a command's output ("Chunk ID: …\nWall time: …\nProcess exited with code
+# 0\nOriginal token count: …\nOutput:\n…"; older: "Exit code: 0\nWall time: …\nOutput:\n…"):
+# the output is what follows it, and only the header says how the command exited.
+_CODEX_HEADER = re.compile(
+    r"\A\s*(?:Command: [^\n]*\n)?(?:(?:Chunk ID|Wall time|Original token count|Total output lines"
+    r"|Exit code|Process exited with code|Process running with session ID)\b[^\n]*\n)+Output:\n",
+    re.IGNORECASE,
+)
+# What an edit tool answers when the edit did not happen although no error flag was set (Codex's
+# apply_patch answers with text).
+_EDIT_FAILED = re.compile(
+    r"^\s*(?:apply_patch verification failed|patch rejected|failed to apply patch|invalid patch"
+    r"|error:)",
     re.IGNORECASE,
 )
 _INTERRUPTED = re.compile(r"^\[Request interrupted by user", re.IGNORECASE)
@@ -115,6 +131,9 @@ _RUNNERS = {
 _RUN_SUBCOMMANDS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda"})
 _INTERPRETERS = frozenset({"python", "node", "ruby", "bash", "sh", "zsh", "deno", "bun", "perl"})
 _SEPARATORS = frozenset({"&&", "||", ";", "&", ";;", "\n", "(", ")"})
+# Programs that only feed the next stage of a pipeline (``yes | npx create-next-app``,
+# ``echo y | apt-get install …``, ``cat patch | git apply``): the command is what they feed.
+_FEEDERS = frozenset({"yes", "echo", "printf", "cat"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2[ \t]*(?=\n|$)", re.DOTALL)
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SETUP = frozenset({"cd", "pushd", "popd", "export", "source", ".", "set", "unset", "alias"})
@@ -154,12 +173,14 @@ def exit_code(text: str) -> int | None:
             code = metadata.get("exit_code") if isinstance(metadata, dict) else None
             if isinstance(code, int) and not isinstance(code, bool):
                 return code
-    match = _EXIT.search(text[:2000])
+    header = _CODEX_HEADER.match(text)
+    match = _EXIT.search(header.group(0) if header else text[:2000])
     return int(match.group(1)) if match else None
 
 
 def output_text(text: str) -> str:
-    """The output of a shell result: the ``output`` of a JSON envelope, else the text."""
+    """The output of a shell result: the ``output`` of a JSON envelope, what follows Codex's
+    ``… Output:`` header, else the text."""
     stripped = text.lstrip()
     if stripped.startswith("{") and '"output"' in stripped:
         try:
@@ -168,7 +189,19 @@ def output_text(text: str) -> str:
             return text
         if isinstance(data, dict) and isinstance(data.get("output"), str):
             return str(data["output"])
-    return text
+    header = _CODEX_HEADER.match(text)
+    return text[header.end() :] if header else text
+
+
+def edit_failed(text: str, is_error: bool) -> bool:
+    """Whether an edit (``Edit``, ``apply_patch`` …) failed: the host's error flag, a non-zero
+    exit status in the result, or an answer that says the patch did not apply."""
+    if is_error:
+        return True
+    code = exit_code(text)
+    if code is not None:
+        return code != 0
+    return _EDIT_FAILED.match(clean(output_text(text))) is not None
 
 
 def rejection(text: str) -> tuple[str, str] | None:
@@ -194,11 +227,16 @@ def _meaningful(text: str) -> list[str]:
 
 def error_message(text: str) -> str:
     """The informative line of a failed result: a failed test, the exception a traceback ends
-    with, a compiler's or tool's ``error:`` line … — never a bare ``Exit code N``."""
+    with, a compiler's or tool's ``error:`` line … — never a bare ``Exit code N``. When no line
+    looks like an error, the last one (where a program says how it ended)."""
     lines = _meaningful(text)
     if not lines:
         code = exit_code(text)
         return f"exit code {code}" if code is not None else ""
+    return _informative(lines, plain_last=True)
+
+
+def _informative(lines: list[str], *, plain_last: bool) -> str:
     ranked: list[tuple[int, int]] = []  # (score, index)
     for index, line in enumerate(lines):
         if _FAILED_TEST.match(line):
@@ -217,7 +255,7 @@ def error_message(text: str) -> str:
     best = max(score for score, _ in ranked)
     chosen = [index for score, index in ranked if score == best]
     # a traceback ends with its exception: take the last one; otherwise the first such line
-    index = chosen[-1] if best == 4 else chosen[0]
+    index = chosen[-1] if best == 4 or (best == 0 and plain_last) else chosen[0]
     message = re.sub(r"^E\s{2,}", "", lines[index])
     if message.endswith(":") and index + 1 < len(lines):  # "… the following issue:" + the issue
         message += " " + re.sub(r"^E\s{2,}", "", lines[index + 1])
@@ -225,6 +263,107 @@ def error_message(text: str) -> str:
     if best == 5 and others:
         message += f" (and {others} more)"
     return message
+
+
+# -- hooks ---------------------------------------------------------------------------------------
+
+# What Claude Code writes into the user's turn when a hook blocks or stops something:
+#   "Stop hook feedback:\n[<command>]: <reason>" (a blocking Stop / SubagentStop hook),
+#   "PreToolUse:Bash hook blocking error from command: \"<command>\": <reason>",
+#   "Stop hook blocking error from command \"<command>\": <reason>" (an async hook),
+#   "Stop hook stopped continuation: <reason>",
+#   "Operation stopped by hook: <reason>" (a hook that stopped the prompt or the turn).
+# They come as their own (``isMeta``) user record, or inside a ``<system-reminder>``.
+_HOOK = re.compile(
+    r"^[ \t]*(?:(?P<event>\w+)(?::(?P<matcher>[\w|*.-]+))?\s+hook\s+"
+    r"(?P<kind>feedback|blocking error|stopped continuation|error)"
+    r"|(?P<operation>Operation stopped by hook))\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+_HOOK_COMMAND = re.compile(
+    r'^\s*from command:?\s*"(?P<command>(?:[^"\\]|\\.)*)"\s*:?\s*', re.DOTALL
+)
+_FEEDBACK_COMMAND = re.compile(r"^\s*\[(?P<command>[^\]\n]+)\]:\s*", re.MULTILINE)
+_REMINDER_END = re.compile(r"</system-reminder>")
+
+
+@dataclass(frozen=True, slots=True)
+class HookMessage:
+    """A hook blocking or stopping the agent, as the host wrote it into the user's turn."""
+
+    event: str  # Stop, PreToolUse, UserPromptSubmit … ("" when the host does not say)
+    # "blocked" (the agent is told to go on), "stopped" (it is not), "failed" (the hook itself
+    # failed: Claude Code's stop_hook_summary hookErrors, read as "Stop hook error: …")
+    kind: str
+    command: str  # the hook's command, when the host names it
+    reason: str  # its informative line
+
+    @property
+    def name(self) -> str:
+        """How the notes name it: ``Stop hook (stop.sh)``, ``PreToolUse hook``, ``A hook``."""
+        name = f"{self.event} hook" if self.event else "A hook"
+        script = _hook_script(self.command)
+        return f"{name} ({script})" if script else name
+
+
+def _hook_script(command: str) -> str:
+    """The script a hook runs, by name: ``python3 "$DIR/hooks/fail_on_stop.py"`` →
+    ``fail_on_stop.py``."""
+    words = [w.strip("\"'") for w in command.split()]
+    for word in words:
+        name = os.path.basename(word)
+        if "." in name and not name.startswith("$") and _program(name) not in _INTERPRETERS:
+            return name
+    return os.path.basename(words[0]) if words else ""
+
+
+def _hook_reason(body: str) -> str:
+    lines = _meaningful(body)
+    return _informative(lines, plain_last=False) if lines else ""
+
+
+def hook_messages(text: str) -> list[HookMessage]:
+    """The hooks that blocked or stopped something, in a user message's text."""
+    if "hook" not in text and "Hook" not in text:
+        return []
+    found: list[HookMessage] = []
+    matches = list(_HOOK.finditer(text))
+    for n, match in enumerate(matches):
+        end = matches[n + 1].start() if n + 1 < len(matches) else len(text)
+        body = text[match.end() : end]
+        closing = _REMINDER_END.search(body)
+        if closing is not None:
+            body = body[: closing.start()]
+        if match.group("operation"):
+            body = body.lstrip(" :")
+            found.append(HookMessage("", "stopped", "", _hook_reason(body)))
+            continue
+        event = match.group("event")
+        kind = match.group("kind").lower()
+        body = body.lstrip(" ")
+        command = ""
+        if kind == "blocking error":
+            named = _HOOK_COMMAND.match(body)
+            if named is not None:
+                command, body = named.group("command"), body[named.end() :]
+            else:
+                body = re.sub(r"^\s*from command\b:?", "", body)
+        body = body.lstrip(" :\n")
+        if kind == "feedback":
+            # one "[command]: message" per hook that blocked
+            parts = list(_FEEDBACK_COMMAND.finditer(body))
+            if parts:
+                for k, part in enumerate(parts):
+                    stop = parts[k + 1].start() if k + 1 < len(parts) else len(body)
+                    reason = _hook_reason(body[part.end() : stop])
+                    found.append(HookMessage(event, "blocked", part.group("command"), reason))
+                continue
+        inner = _FEEDBACK_COMMAND.match(body)  # "[command]: message" after the header
+        if inner is not None:
+            command, body = command or inner.group("command"), body[inner.end() :]
+        verdict = {"stopped continuation": "stopped", "error": "failed"}.get(kind, "blocked")
+        found.append(HookMessage(event, verdict, command, _hook_reason(body)))
+    return found
 
 
 def test_counts(text: str) -> str | None:
@@ -383,7 +522,10 @@ def _segments(command: str) -> list[list[str]]:
                 found.append(words)
             words, piped, redirect = [], False, False
         elif token == "|":
-            piped = True
+            if not piped and words and _program(words[0]) in _FEEDERS and len(words) <= 3:
+                words = []  # what is fed is the command
+            else:
+                piped = True
         elif piped:
             continue
         elif set(token) <= set("<>&|"):
@@ -458,12 +600,15 @@ def shell_failed(command: str, text: str, is_error: bool) -> bool:
 
 __all__ = [
     "Commit",
+    "HookMessage",
     "Push",
     "clean",
     "command_family",
     "commits",
+    "edit_failed",
     "error_message",
     "exit_code",
+    "hook_messages",
     "is_read_only",
     "output_text",
     "pull_requests",

@@ -14,6 +14,7 @@ line is replaced, never appended, so no line appears twice. The result is answer
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ PATH_KEYS = ("file_path", "path", "notebook_path")
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch"})
 READ_TOOLS = frozenset({"Read", "NotebookRead", "read_file", "view"})
 SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS", "glob", "grep", "list_dir", "search", "find"})
-SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "exec_command", "local_shell"})
+SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "shell_command", "exec_command", "local_shell"})
 AGENT_TOOLS = frozenset({"Task", "Agent"})
 TEXT_EDITORS = frozenset({"str_replace_based_edit_tool", "str_replace_editor"})
 _FUNCTION = re.compile(
@@ -79,6 +80,7 @@ LIST_SECTIONS = frozenset(
         "Files and Functions",
         "Workflow",
         "Errors & Corrections",
+        "Codebase and System Documentation",
         "Learnings",
         "Key results",
         "Worklog",
@@ -89,8 +91,14 @@ MAX_ANSWERS = 8
 MAX_OUTCOMES = 10
 MAX_LEARNINGS = 15
 MAX_DECISIONS = 10
+MAX_FINDINGS = 8
 ANSWER_CHARS = 600
 LAST_ANSWER_CHARS = 1000
+FINDING_CHARS = 500
+MAX_PLANS = 3
+PLAN_CHARS = 600
+MAX_AGENT_COMMANDS = 4
+ITEM_CHARS = 140
 
 
 # -- text ----------------------------------------------------------------------------------------
@@ -293,6 +301,8 @@ def _step(position: int, message: int, call: ToolUseBlock, conv: Conversation) -
         return step
     if step.command is not None:
         failed = outcomes.shell_failed(step.command, text, result.is_error)
+    elif kind == "edit":
+        failed = outcomes.edit_failed(text, result.is_error)
     else:
         failed = result.is_error
     if failed:
@@ -312,6 +322,18 @@ def _step(position: int, message: int, call: ToolUseBlock, conv: Conversation) -
         step.clean = step.family == "git status" and outcomes.tree_clean(text)
     step.pulls = outcomes.pull_requests(f"{call.name} {step.command or ''}", text)
     return step
+
+
+@dataclass
+class HookEvent:
+    """A hook that blocked or stopped the agent (what the host wrote into the user's turn),
+    with what the turn did before it and after it (until the turn's next hook)."""
+
+    message: int  # index of the user message holding it
+    turn: int  # the turn it came in (-1 before the first request)
+    hook: outcomes.HookMessage
+    before: list[Step] = field(default_factory=list)
+    after: list[Step] = field(default_factory=list)
 
 
 @dataclass
@@ -368,6 +390,7 @@ class Session:
             )
             self.turns.append(TurnInfo(number, turn, steps, answer, correction, opening))
         self.episodes = self._episodes()
+        self.hooks = self._hooks(owner)
 
     def _turn_of_each_message(self) -> tuple[list[int], set[int]]:
         """The turn each message belongs to (-1 before the first), and the turns whose request
@@ -393,6 +416,24 @@ class Session:
                     refused = False
             owner.append(current)
         return owner, after_refusal
+
+    def _hooks(self, owner: list[int]) -> list[HookEvent]:
+        found: list[HookEvent] = []
+        for index, message in enumerate(self.conv.messages):
+            if message.role != "user" or message.tool_results or message.is_compact_summary:
+                continue
+            for hook in outcomes.hook_messages(message.text):
+                found.append(HookEvent(index, owner[index], hook))
+        for n, event in enumerate(found):
+            if event.turn < 0:
+                continue
+            until = next((x.message for x in found[n + 1 :] if x.message > event.message), None)
+            for step in self.turns[event.turn].steps:
+                if step.message < event.message:
+                    event.before.append(step)
+                elif until is None or step.message < until:
+                    event.after.append(step)
+        return found
 
     def _episodes(self) -> list[Episode]:
         last: dict[str, Step] = {}
@@ -541,8 +582,29 @@ def _task(s: Session) -> list[str]:
             lines.append(f"- Then: {clip_words(info.turn.request, 200)}")
     for question, answer in s.answers():
         lines.append(f"- Answered: {_label(question, 120)} → {clip_words(answer, 200)}")
+    lines += _plans(s)
     decisions = [x for x in s.sentences() if _is_decision(x)]
     lines += [f"- Decision: {clip_words(x, 240)}" for x in dict.fromkeys(decisions)]
+    return lines
+
+
+_APPROVED_PLAN = re.compile(r"^#+ Approved Plan:?\s*$", re.MULTILINE)
+
+
+def _plans(s: Session) -> list[str]:
+    """The plans the user approved (Claude Code's ``ExitPlanMode``: the plan is its input, or
+    follows ``## Approved Plan:`` in the result)."""
+    lines = []
+    for step in s.steps:
+        if step.call.name != "ExitPlanMode" or not step.ok or step.result is None:
+            continue
+        plan = step.call.input.get("plan")
+        if not (isinstance(plan, str) and plan.strip()):
+            found = _APPROVED_PLAN.search(step.result.content)
+            plan = step.result.content[found.end() :] if found else ""
+        digest = _digest(plan, PLAN_CHARS, headings=True, spans=False)
+        if digest:
+            lines.append(f"- Plan approved: {digest}")
     return lines
 
 
@@ -575,7 +637,8 @@ def _is_prose(path: str) -> bool:
 
 
 _ACTION_ORDER = (
-    "created", "edited", "written", "deleted", "read", "used", "reported by a sub-agent"
+    "created", "edited", "written", "deleted", "read", "used", "edited by a sub-agent",
+    "reported by a sub-agent",
 )  # fmt: skip
 _FILE_LINE = re.compile(
     r"^- (`+) ?(?P<path>.+?) ?\1(?!`) \((?P<actions>[^;()]*)(?:; functions: (?P<fns>[^()]*))?\)"
@@ -712,16 +775,49 @@ def _files(s: Session) -> list[str]:
     return [entry.render() for entry in _file_entries(s)]
 
 
+# Programs a sub-agent runs that say nothing about how to build, test or run the project.
+_AGENT_SETUP = frozenset({"mkdir", "touch", "chmod", "cd", "rm", "cp", "mv", "kill", "pkill"})
+
+
+def _agent_commands(activity: Mapping[str, Any]) -> list[str]:
+    """The commands a sub-agent ran that change or build something: the last of each command
+    family, at most ``MAX_AGENT_COMMANDS`` (what only looks, or writes a file through the
+    shell, is left out: the Files section has the files)."""
+    commands = activity.get("commands")
+    by_family: dict[str, str] = {}
+    for command in commands if isinstance(commands, list) else []:
+        if not isinstance(command, str) or outcomes.is_read_only(command):
+            continue
+        family = outcomes.command_family(command)
+        program = family.split(" ", 1)[0]
+        if not family or program in outcomes.READ_ONLY_PROGRAMS or program in _AGENT_SETUP:
+            continue
+        by_family.pop(family, None)
+        by_family[family] = command
+    return list(by_family.values())[-MAX_AGENT_COMMANDS:]
+
+
 def _workflow(s: Session) -> list[str]:
     last: dict[str, Step] = {}
+    by_agent: dict[str, str] = {}  # commands only a sub-agent ran: by which one
     for step in s.steps:
         if step.command is not None:
             key = clip_words(step.command, 160)
             last.pop(key, None)
+            by_agent.pop(key, None)
             last[key] = step
+        elif step.kind == "agent" and step.activity:
+            for command in _agent_commands(step.activity):
+                key = clip_words(command, 160)
+                if key not in last:
+                    last[key] = step
+                    by_agent[key] = _agent_label(step)
     lines = []
     for command, step in last.items():
         line = f"- {_code(command)}"
+        if command in by_agent:
+            lines.append(f"{line} (sub-agent “{by_agent[command]}”)")
+            continue
         if step.status == "failed":
             line += " (failed)"
         elif step.status == "rejected":
@@ -766,6 +862,7 @@ def _errors(s: Session) -> list[str]:
             refused.pop(key, None)
             refused[key] = (step.position, f"- {key}{said}")
     entries += list(refused.values())
+    entries += _hook_entries(s)
     entries.sort(key=lambda entry: entry[0])
     lines = [line for _, line in entries]
     for info in s.turns:
@@ -777,7 +874,108 @@ def _errors(s: Session) -> list[str]:
 REFUSALS = {"rejected": "User rejected {}", "interrupted": "User interrupted {}"}
 
 
+def _unticked(text: str) -> str:
+    """Text for the head of a keyed line: no code spans, so its key is not a command's."""
+    return text.replace("`", "'")
+
+
+def _stopped_request(event: HookEvent) -> bool:
+    """A hook stopped the turn before the agent did anything: the request did not run."""
+    return event.hook.kind == "stopped" and not event.before
+
+
+def _hook_head(s: Session, event: HookEvent) -> str:
+    """What a hook did and why, as the head of its line (its key)."""
+    hook = event.hook
+    reason = _unticked(clip_words(hook.reason, 200)) or "no reason given"
+    if _stopped_request(event):
+        request = s.turns[event.turn].turn.request if event.turn >= 0 else ""
+        what = f"the request “{_unticked(_label(request, 80))}”" if request else "the turn"
+        return f"{hook.name} stopped {what}: {reason}"
+    if hook.kind == "stopped":
+        return f"{hook.name} stopped the turn: {reason}"
+    if hook.kind == "failed":
+        return f"{hook.name} failed: {reason}"
+    ending = hook.event.lower() in ("stop", "subagentstop")
+    return f"{hook.name} blocked {'stopping' if ending else 'the agent'}: {reason}"
+
+
+def _hook_entries(s: Session) -> list[tuple[int, str]]:
+    """One line per hook and reason: what it blocked or stopped, why, and what was done next;
+    a hook that blocks the same way again is counted, not repeated."""
+    merged: dict[str, tuple[int, int, HookEvent]] = {}
+    said = [step.message for step in s.steps]  # in order
+    for event in s.hooks:
+        head = _hook_head(s, event)
+        position = bisect.bisect_right(said, event.message)  # the first step after it
+        previous = merged.pop(head, None)
+        merged[head] = (position, previous[1] + 1 if previous else 1, event)
+    entries = []
+    for head, (position, count, event) in merged.items():
+        times = f"{count} times; " if count > 1 else ""
+        if _stopped_request(event):
+            tail = "it did not run"
+        elif event.hook.kind == "stopped":
+            tail = "the turn ended there"
+        else:
+            done = _did(event.after)
+            tail = f"then {'; '.join(done)}" if done else "nothing done after it yet"
+        entries.append((position, f"- {head} — {clip_words(times + tail, 240)}"))
+    return entries
+
+
+_CWD = re.compile(
+    r"<cwd>\s*([^<\n]+?)\s*</cwd>|^# AGENTS\.md instructions for (\S[^\n]*?)\s*$", re.M
+)
+
+
+def _working_directory(s: Session) -> str:
+    """Where the agent works, when the host says so in the conversation (Codex's
+    ``<environment_context>`` and the header of the AGENTS.md it injects)."""
+    found = ""
+    for message in s.conv.messages:
+        if message.role != "user" or message.tool_results:
+            continue
+        text = message.text
+        if ("<cwd>" in text or "# AGENTS.md instructions for" in text) and not user_text(message):
+            match = _CWD.search(text)
+            if match is not None:
+                found = (match.group(1) or match.group(2)).strip()
+    return found
+
+
+def _agent_label(step: Step) -> str:
+    task = step.call.input.get("description")
+    if not (isinstance(task, str) and task.strip()) and step.activity:
+        task = step.activity.get("description") or step.activity.get("prompt")
+    return clip_words(task, 60) if isinstance(task, str) and task.strip() else step.call.name
+
+
+def _findings(s: Session) -> list[str]:
+    """What each sub-agent reported (its result, as the agent saw it), in brief."""
+    lines: dict[str, str] = {}  # newest first: only the newest MAX_FINDINGS are kept
+    for step in reversed(s.steps):
+        if len(lines) == MAX_FINDINGS:
+            break
+        if step.kind != "agent" or not step.ok:
+            continue
+        key = _unticked(_agent_label(step))
+        if key in lines:
+            continue
+        report = step.result.content if step.result is not None else ""
+        if not report.strip() and step.activity:
+            report = str(step.activity.get("result") or "")
+        digest = _digest(report, FINDING_CHARS, spans=False)
+        if digest:
+            lines[key] = f"- Sub-agent “{key}” found: {digest}"
+    return list(reversed(lines.values()))
+
+
 def _codebase(s: Session) -> list[str]:
+    lines = []
+    where = _working_directory(s)
+    if where:
+        lines.append(f"- Working directory: {_code(where)}")
     directories: dict[str, int] = {}
     for step in s.steps:
         if step.kind in ("search", "shell"):
@@ -785,7 +983,8 @@ def _codebase(s: Session) -> list[str]:
         for path in step.paths:
             parent = str(PurePath(path).parent)
             directories[parent] = directories.get(parent, 0) + 1
-    return [f"- `{d}/`: {n} file operation(s)" for d, n in directories.items()]
+    lines += [f"- `{d}/`: {n} file operation(s)" for d, n in directories.items()]
+    return lines + _findings(s)
 
 
 def _learnings(s: Session) -> list[str]:
@@ -798,6 +997,62 @@ def _turn_label(info: TurnInfo) -> str:
         return _label(info.turn.request, 80)
     # a turn a compaction cut: named by how it went on, which later updates see the same way
     return f"(continued: {_label(info.opening, 50)})" if info.opening else "(continued)"
+
+
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+# where a sentence ends (with the CJK full stops)
+_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
+_STOPS = (". ", "! ", "? ", "\u3002", "\uff01", "\uff1f")
+_RULE = frozenset("-*_=|: ")
+# a path in parentheses after what it is ("`useTodos` hook (`src/hooks/useTodos.ts`)"): the Files
+# section has the paths
+_PATH_ASIDE = re.compile(r"\s*\(`[^`()]*[/\\][^`()]*`\)")
+_USAGE = re.compile(r"<usage>.*?(?:</usage>|$)", re.DOTALL)
+_INTERJECTION = re.compile(
+    r"^(?:perfect|great|excellent|done|ok(?:ay)?|sure|alright|all set|good news)[.!]*$",
+    re.IGNORECASE,
+)
+
+
+def _digest(text: str, limit: int, *, headings: bool = False, spans: bool = True) -> str:
+    """A report or an answer on one line, its facts first: no rules, code blocks or lead-ins
+    ("Here's what was created:"), no headings unless they say something ("## Result: 42 rows")
+    or, with ``headings``, have more than one word (a plan's steps), each item at most
+    ``ITEM_CHARS``.
+    Without ``spans`` the code spans lose their backticks: such a line is keyed by its head,
+    never by a command or path it mentions."""
+    text = _USAGE.sub("", _FENCE.sub("\n", text))
+    out = ""
+    for raw in text.splitlines():
+        if len(out) > limit:
+            break
+        stripped = raw.strip()
+        if not stripped or set(stripped) <= _RULE:
+            continue
+        # a heading only labels what follows, unless it says something ("## Result: 42") or,
+        # in a plan, is a step ("### Add the retry"; not a label such as "## Context")
+        if (
+            _HEADING.match(raw)
+            and ": " not in stripped
+            and (not headings or len(stripped.split()) <= 2)
+        ):
+            continue
+        if stripped.startswith("agentId: "):  # Claude Code's note on how to resume the agent
+            continue
+        line = _PATH_ASIDE.sub("", _MARKUP.sub("", stripped).replace("**", "")).strip()
+        if line.endswith((":", "\uff1a")):  # a lead-in to what follows: keep what came before it
+            ends = [line.rfind(mark) for mark in _STOPS]
+            line = line[: max(ends) + 1] if max(ends) > 0 else ""
+        kept = [
+            x
+            for x in _SENTENCE_END.split(line)
+            if x.strip() and not x.rstrip().endswith(":") and not _INTERJECTION.match(x.strip())
+        ]
+        line = " ".join(kept).strip()
+        if len(line) >= 2:
+            joint = "" if not out else " " if out.endswith(_ENDS) else "; "
+            out += joint + clip_words(line, ITEM_CHARS)
+    return clip_words(out if spans else out.replace("`", ""), limit)
 
 
 def _plain(text: str) -> str:
@@ -825,10 +1080,12 @@ def _key_results(s: Session) -> list[str]:
                 lines.append(f"- Pushed {ref} → {push.remote}")
         for url in step.pulls:
             lines.append(f"- Pull request {url} → created")
-    answered = [info for info in s.turns if _substantive(info.answer)]
+    # only the newest answers are kept (see _capped): only those are written again
+    answered = [info for info in s.turns if _substantive(info.answer)][-MAX_ANSWERS:]
     for n, info in enumerate(answered):
         limit = LAST_ANSWER_CHARS if n == len(answered) - 1 else ANSWER_CHARS
-        lines.append(f"- {_turn_label(info)} → {clip_words(_plain(info.answer), limit)}")
+        said = _digest(info.answer, limit, spans=False) or clip_words(_plain(info.answer), limit)
+        lines.append(f"- {_turn_label(info)} → {said}")
     return lines
 
 
@@ -899,18 +1156,36 @@ def _brief(step: Step) -> str:
     return f"{what} {step.status}"
 
 
+def _hook_parts(events: list[HookEvent]) -> list[str]:
+    parts: dict[str, int] = {}
+    for event in events:
+        if _stopped_request(event):
+            part = "stopped by a hook before it ran"
+        else:
+            if event.hook.kind == "failed":
+                part = f"{event.hook.name} failed"
+            else:
+                verb = "stopped" if event.hook.kind == "stopped" else "blocked"
+                part = f"{verb} by {event.hook.name}"
+        parts[part] = parts.get(part, 0) + 1
+    return [part + (f" ({n} times)" if n > 1 else "") for part, n in parts.items()]
+
+
 def _worklog(s: Session) -> list[str]:
     merged: dict[str, list[Step]] = {}
     answered: dict[str, bool] = {}
+    hooks: dict[str, list[HookEvent]] = {}
     for info in s.turns:
         label = _turn_label(info)
         merged.setdefault(label, []).extend(info.steps)
         answered[label] = answered.get(label, False) or bool(info.answer)
+        hooks.setdefault(label, []).extend(x for x in s.hooks if x.turn == info.number)
     lines = []
     for label, steps in merged.items():
         parts = _did(steps)
         if not parts and answered[label]:
             parts = ["answered"]
+        parts += _hook_parts(hooks[label])
         lines.append(f"- {label}" + (f" → {clip_words('; '.join(parts), 260)}" if parts else ""))
     return lines
 
@@ -954,6 +1229,7 @@ def _current_state(s: Session) -> list[str]:
         refused = [x for x in last_turn.steps if x.status in REFUSALS]
         if refused and not last_turn.answer:
             lines.append(f"- Stopped: {REFUSALS[refused[-1].status].format(refused[-1].describe)}")
+    lines += _hook_state(s)
     ended_on_request = (
         bool(s.conv.messages)
         and s.conv.messages[-1].role == "user"
@@ -962,7 +1238,8 @@ def _current_state(s: Session) -> list[str]:
     if ended_on_request and s.requests:
         lines.append(f"- Not answered yet: {clip_words(s.requests[-1], 200)}")
     elif last_turn is not None and last_turn.answer and not in_progress:
-        lines.append(f"- Last reply: {clip_words(_plain(last_turn.answer), 200)}")
+        said = _digest(last_turn.answer, 200) or clip_words(_plain(last_turn.answer), 200)
+        lines.append(f"- Last reply: {said}")
     clean = [step for step in s.steps if step.family == "git status"]
     if (
         clean
@@ -971,6 +1248,25 @@ def _current_state(s: Session) -> list[str]:
     ):
         lines.append("- Git: working tree clean")
     return lines
+
+
+def _hook_state(s: Session) -> list[str]:
+    """A hook that had the last word: the latest request it stopped, or feedback the agent has
+    not acted on yet."""
+    if not s.hooks:
+        return []
+    event = s.hooks[-1]
+    said = [i for i, m in enumerate(s.conv.messages) if m.role == "assistant"]
+    if said and said[-1] > event.message:
+        return []
+    reason = clip_words(event.hook.reason, 160) or "no reason given"
+    if _stopped_request(event) and event.turn == len(s.turns) - 1:
+        return [f"- Blocked: the latest request was stopped by a hook before it ran — {reason}"]
+    if event.hook.kind == "stopped":
+        return [f"- Stopped: {event.hook.name} ended the turn — {reason}"]
+    if event.hook.kind == "failed":
+        return [f"- {event.hook.name} failed at the end of the turn — {reason}"]
+    return [f"- Hook feedback not acted on yet: {event.hook.name} — {reason}"]
 
 
 EXTRACTORS: dict[str, Callable[[Session], list[str]]] = {
@@ -991,6 +1287,7 @@ EXTRACTORS: dict[str, Callable[[Session], list[str]]] = {
 
 _CODE_START = re.compile(r"^- (`+) ?(.+?) ?\1(?!`)")
 _TASK_LABEL = re.compile(r"^- (?:Asked|Then): ")
+_FINDING = re.compile(r"^- Sub-agent “(.+?)” found: ")
 _OUTCOME_KEY = re.compile(
     r"^- (Commit `[0-9a-f]+`|Pushed \S+ -> \S+|Pull request \S+|Tests `[^`]*`)"
 )
@@ -1030,6 +1327,15 @@ def line_key(title: str, line: str) -> str:
     elif title == "Worklog":
         head = _before(line, " → ")
         return f"turn:{head if head is not None else line}"
+    elif title == "Codebase and System Documentation":
+        finding = _FINDING.match(line)
+        if finding is not None:
+            return f"agent:{finding.group(1)}"
+        if line.startswith("- Working directory: "):
+            return "cwd"
+        match = _CODE_START.match(line)
+        if match is not None:
+            return f"code:{' '.join(match.group(2).split())}"
     return f"line:{_normal(line)}"
 
 
@@ -1086,6 +1392,9 @@ def _capped(title: str, lines: list[str]) -> list[str]:
         lines = _keep_newest(lines, lambda x: True, MAX_LEARNINGS)
     elif title == "Task specification":
         lines = _keep_newest(lines, lambda x: x.startswith("- Decision: "), MAX_DECISIONS)
+        lines = _keep_newest(lines, lambda x: x.startswith("- Plan approved: "), MAX_PLANS)
+    elif title == "Codebase and System Documentation":
+        lines = _keep_newest(lines, lambda x: _FINDING.match(x) is not None, MAX_FINDINGS)
     return lines
 
 
