@@ -161,3 +161,25 @@ def test_a_paste_is_the_user_unwrapped() -> None:
     messages = [_user(paste), _assistant("Reading it.")]
     requests = [t.request for t in read_conversation(messages).turns if t.request]
     assert requests == ["Read the file .env in this directory."]
+
+
+def test_a_correction_keeps_the_reason_that_follows_it() -> None:
+    from memframe.models.offline.memories import statements
+
+    said = statements(
+        "No, don't mock the database in integration tests. We got burned last quarter when the "
+        "mocked tests passed but the production migration failed."
+    )
+    assert said == [
+        (
+            "feedback",
+            "Correction from the user: No, don't mock the database in integration tests. We got "
+            "burned last quarter when the mocked tests passed but the production migration failed.",
+        )
+    ]
+    # a rule after the correction is its own memory, not the correction's reason
+    ruled = statements("No, don't use round() in money code. Always quantize with Decimal.")
+    assert ruled == [
+        ("feedback", "Correction from the user: No, don't use round() in money code."),
+        ("feedback", "Always quantize with Decimal."),
+    ]

@@ -49,34 +49,48 @@ _REFERENCE = re.compile(r"\b(?:is|are) tracked in\b|\bdashboard is\b", re.I)
 _ABOUT_USER = re.compile(r"\b(?:I|I'm|I am|my|me|mine)\b", re.I)
 
 
+def _statement(sentence: str) -> tuple[str, str] | None:
+    """The memory one sentence states by itself, if it states one."""
+    if match := _REMEMBER.search(sentence):
+        what = match.group("what").strip()
+        return ("user" if _ABOUT_USER.search(what) else "feedback", _capital(what))
+    if match := _RULE.match(sentence):
+        return ("feedback", _capital(match.group("what").strip()))
+    if _PREFER.search(sentence):
+        return ("user", _capital(sentence))
+    if _CONVENTION.match(sentence):
+        return ("feedback", _capital(sentence))
+    if _ROLE.match(sentence):
+        return ("user", _capital(sentence))
+    if _REFERENCE.search(sentence):
+        return ("reference", _capital(sentence))
+    return None
+
+
+MAX_WHY = 2  # sentences of reason kept with a correction
+
+
 def statements(text: str) -> list[tuple[str, str]]:
-    """``(type, statement)`` for each explicit statement in one user message."""
+    """``(type, statement)`` for each explicit statement in one user message. A correction
+    (the message's first sentence) keeps the sentences after it that say why, up to the next
+    statement: the reason is what makes it worth remembering."""
     if len(text) > MAX_MESSAGE:
         return []
+    sentences = [s.strip(" -*>\t") for s in _SENTENCE.split(text.strip())]
     found: list[tuple[str, str]] = []
-    first = True
-    for sentence in _SENTENCE.split(text.strip()):
-        sentence = sentence.strip(" -*>\t")
+    for index, sentence in enumerate(sentences):
         if not sentence or len(sentence) > MAX_STATEMENT:
-            first = False
             continue
-        if match := _REMEMBER.search(sentence):
-            what = match.group("what").strip()
-            kind = "user" if _ABOUT_USER.search(what) else "feedback"
-            found.append((kind, _capital(what)))
-        elif match := _RULE.match(sentence):
-            found.append(("feedback", _capital(match.group("what").strip())))
-        elif _PREFER.search(sentence):
-            found.append(("user", _capital(sentence)))
-        elif _CONVENTION.match(sentence):
-            found.append(("feedback", _capital(sentence)))
-        elif _ROLE.match(sentence):
-            found.append(("user", _capital(sentence)))
-        elif _REFERENCE.search(sentence):
-            found.append(("reference", _capital(sentence)))
-        elif first and CORRECTION.match(sentence) and len(sentence.split()) >= 3:
-            found.append(("feedback", f"Correction from the user: {sentence}"))
-        first = False
+        stated = _statement(sentence)
+        if stated is not None:
+            found.append(stated)
+        elif index == 0 and CORRECTION.match(sentence) and len(sentence.split()) >= 3:
+            why: list[str] = []
+            for following in sentences[1 : 1 + MAX_WHY]:
+                if not following or len(following) > MAX_STATEMENT or _statement(following):
+                    break
+                why.append(following)
+            found.append(("feedback", " ".join([f"Correction from the user: {sentence}", *why])))
     return found
 
 
