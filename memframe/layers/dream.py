@@ -1,4 +1,4 @@
-"""Dream (SPEC §4.5): consolidate the memory directory now and then.
+"""Dream (docs/memdir.md, dream): consolidate the memory directory now and then.
 
 The gates run cheapest first: 24 hours since the last consolidation (the lock file's mtime), at
 most one scan of the sessions per 10 minutes, at least 5 sessions active since then (not counting

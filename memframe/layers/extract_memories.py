@@ -1,4 +1,5 @@
-"""Extract memories (SPEC §4.4): at the end of a turn without tool calls, a forked agent saves what
+"""Extract memories (docs/memdir.md, extract_memories): at the end of a turn without tool
+calls, a forked agent saves what
 the new part of the conversation taught into typed memory files, in the background.
 
 One extraction at a time per session (a trigger meanwhile becomes the single trailing run). When

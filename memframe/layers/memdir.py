@@ -1,4 +1,4 @@
-"""Memdir: the persistent memory directory in the prompt (SPEC §4.2).
+"""Memdir: the persistent memory directory in the prompt (docs/memdir.md).
 
 ``collect_context`` gives the agent the memory instructions with the ``MEMORY.md`` index (cut to
 its limits, with a warning), and up to five memory files relevant to the current prompt, chosen

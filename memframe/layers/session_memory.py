@@ -1,5 +1,5 @@
 """Session memory: a Markdown notes file per session, rewritten in the background by a forked agent
-(SPEC §4.1). The notes survive compaction: ``on_pre_compact`` returns them."""
+(docs/session-memory.md). The notes survive compaction: ``on_pre_compact`` returns them."""
 
 from __future__ import annotations
 
@@ -132,7 +132,8 @@ class SessionMemoryLayer:
     # -- the trigger ---------------------------------------------------------------------------
 
     def should_extract(self, session: Session, message: Message) -> Trigger | None:
-        """SPEC §4.1, evaluated after each assistant message. Updates the counters it keeps."""
+        """The update rule of docs/session-memory.md, evaluated after each assistant message.
+        Updates the counters it keeps."""
         settings = self.settings()
         state = self.state(session)
         calls = len(message.tool_uses)

@@ -1,4 +1,5 @@
-"""Team sync as a layer (SPEC §4.6): pull when a session starts, push (debounced) when team files
+"""Team sync as a layer (docs/team-sync.md): pull when a session starts, push (debounced) when
+team files
 change during it, and a final push when it ends.
 
 Changes are noticed cheaply: a ``Write``/``Edit`` tool call whose path is inside

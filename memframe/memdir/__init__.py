@@ -1,4 +1,4 @@
-"""The persistent memory directory (SPEC §4.2): location, memory files, the MEMORY.md index and
+"""The persistent memory directory (docs/memdir.md): location, memory files, the MEMORY.md index and
 the store that keeps them consistent.
 
 The package is light to import (the hook's fast path reads the location and the index on every

@@ -1,4 +1,5 @@
-"""One broken layer never silences the others nor crashes the host (SPEC §3, "Errors")."""
+"""One broken layer never silences the others nor crashes the host (docs/hooks.md, "Error
+isolation")."""
 
 from __future__ import annotations
 

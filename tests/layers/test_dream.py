@@ -1,4 +1,5 @@
-"""Dream (SPEC §4.5): the gates, cheapest first; consolidation (duplicates merged, absolute dates,
+"""Dream (docs/memdir.md, dream): the gates, cheapest first; consolidation (duplicates merged,
+absolute dates,
 the index rebuilt); the lock file, its rollback and its protocol between processes."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Magic Docs (SPEC §4.3): detection, registration, idle-time updates through a fake provider."""
+"""Magic Docs (docs/magic-docs.md): detection, registration, idle-time updates through a fake
+provider."""
 
 from __future__ import annotations
 

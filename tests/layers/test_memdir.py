@@ -1,4 +1,4 @@
-"""The memory directory (SPEC §4.2): memory files, the MEMORY.md index and its load limits,
+"""The memory directory (docs/memdir.md): memory files, the MEMORY.md index and its load limits,
 freshness, the memdir layer's prompt blocks, the store and its health report, and several
 processes saving into one directory at once."""
 

@@ -1,4 +1,5 @@
-"""The session memory layer (SPEC §4.1) on the offline backend and on scripted backends."""
+"""The session memory layer (docs/session-memory.md) on the offline backend and on scripted
+backends."""
 
 from __future__ import annotations
 
@@ -156,7 +157,7 @@ def test_bad_settings_are_a_clear_error(tmp_path, settings, message):
 
 
 def expected_trigger_indices(path: Path) -> list[int]:
-    """The rule of SPEC §4.1 computed here, separately from the layer and its meter."""
+    """The rule of docs/session-memory.md computed here, separately from the layer and its meter."""
     seen_ids: set[str] = set()
     reported = estimated = 0
     initialised = False
