@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hook": ("hook", "Claude Code hook adapter: hook JSON on stdin"),
     "hook-worker": ("hook_worker", "internal: the hook's background worker"),
     "install-hooks": ("install_hooks", "add memframe's hooks to Claude Code's settings"),
+    "mcp": ("mcp", "serve the project's memory to MCP clients (stdio, or HTTP with --http)"),
+    "install-mcp": ("install_mcp", "add memframe's MCP server to a client's configuration"),
     "bench": ("bench", "run the benchmarks of a source checkout (python -m benches)"),
 }
 

@@ -4,23 +4,24 @@ Claude Code reads hooks from ``settings.json`` under ``"hooks"``: event name →
 groups ``{"matcher": …, "hooks": [{"type": "command", "command": …, "timeout": …}]}``. Merging is
 idempotent: an existing memframe entry (any command that runs ``memframe hook``) is updated in
 place, a missing one is added, and every other hook, group and setting is left as it is.
+
+The file itself is read and written by :mod:`memframe.config_files`, like every ``install-*``
+command's: an unparsable file is refused untouched, a symlinked one is written through, and one
+backup (``settings.json.bak-memframe``) holds the text before the last change.
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
 import itertools
-import json
 import os
 import shlex
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memframe._fs import atomic_write_bytes
+from memframe import config_files
 from memframe.hook import EVENTS
 
 DEFAULT_TIMEOUT = 30
@@ -78,20 +79,10 @@ def _ours(entry: object) -> bool:
 def load_settings(path: Path) -> tuple[dict[str, Any], str | None]:
     """The settings object and the file's text (``None`` when there is no file)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}, None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path}: {exc}") from exc
-    if not text.strip():
-        return {}, text
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InstallError(f"{path} is not valid JSON ({exc}); fix it first") from exc
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} must hold a JSON object, not {type(data).__name__}")
-    return data, text
+        loaded = config_files.load_json(path)
+    except config_files.ConfigFileError as exc:
+        raise InstallError(str(exc)) from exc
+    return loaded.data, loaded.text
 
 
 def _event_groups(settings: dict[str, Any], event: str, where: Path) -> list[Any]:
@@ -173,33 +164,28 @@ def remove(settings: Mapping[str, Any], *, where: Path) -> dict[str, Any]:
 
 
 def render(settings: Mapping[str, Any]) -> str:
-    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+    return config_files.render_json(settings)
 
 
 def diff(path: Path, before: str | None, after: str) -> str:
-    lines = difflib.unified_diff(
-        (before or "").splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        fromfile=str(path) if before is not None else "/dev/null",
-        tofile=str(path),
-    )
-    return "".join(lines)
+    return config_files.diff(path, before, after)
 
 
 def backup(path: Path) -> Path:
-    """Copy ``path`` to ``<name>.bak-<UTC time>`` (never over an earlier backup)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = path.with_name(f"{path.name}.bak-{stamp}")
-    number = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.bak-{stamp}-{number}")
-        number += 1
-    mode = path.stat().st_mode & 0o777
-    write_atomic(target, path.read_bytes(), mode & 0o600 or 0o600)
-    return target
+    """Copy ``path`` to its one backup, ``<name>.bak-memframe`` (replacing the previous one)."""
+    try:
+        saved = config_files.save_backup(path)
+    except config_files.ConfigFileError as exc:
+        raise InstallError(str(exc)) from exc
+    if saved is None:
+        raise InstallError(f"{path} does not exist: nothing to back up")
+    return saved
 
 
 def write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write ``path`` atomically; a missing directory is created (0700), an existing one (the
-    user's ``~/.claude``) is left as it is."""
-    atomic_write_bytes(path, data, mode=mode, tighten_dir=False)
+    """Write ``path`` atomically, through a symlink to the file it points at; a missing
+    directory is created (0700), an existing one (the user's ``~/.claude``) is left as it is."""
+    try:
+        config_files.write_config(path, data.decode("utf-8"), backup=False, mode=mode)
+    except config_files.ConfigFileError as exc:
+        raise InstallError(str(exc)) from exc

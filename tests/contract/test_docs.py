@@ -41,6 +41,7 @@ RUNNABLE_DOCS = (
     "server.md",
     "magic-docs.md",
     "team-sync.md",
+    "integrations.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
