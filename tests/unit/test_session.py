@@ -263,7 +263,8 @@ def test_inspect_is_read_only(frame_factory):
     with pytest.raises(SessionClosedError):
         view.on_message(Message.user("late"))
     hooks = {call.name for call in recorder.calls}
-    assert hooks == {"on_frame_open", "collect_context", "on_pre_compact"}  # no session hook
+    # no session hook (register_rules: the frame checks the rules layers register when it opens)
+    assert hooks == {"register_rules", "on_frame_open", "collect_context", "on_pre_compact"}
     assert (session.dir / STATE_FILE).read_bytes() == saved
 
 
