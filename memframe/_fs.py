@@ -1,10 +1,24 @@
-"""Private, atomic file writes: memory and state files are never half-written or world-readable."""
+"""Private, atomic file writes: memory and state files are never half-written or world-readable.
+
+**The rule for modes: memframe tightens only what it creates.**
+
+- A directory memframe has to create (and each missing parent it creates on the way) is made
+  ``0700``. A directory that already exists keeps its mode, whoever made it: memframe never
+  ``chmod``s it (a server's ``--db`` folder, the folder of a Magic Doc, ``/tmp``…). The memory
+  base and the memory directory are ``0700`` when memframe creates them; an existing one that is
+  open to others is reported by ``memframe memory doctor``, not changed.
+- A file memframe writes atomically is a new file: it gets ``mode`` (``0600`` by default)
+  whatever the umask. ``keep_mode=True`` gives it the permission bits of the file it replaces
+  instead (a user's file that memframe edits, such as a Magic Doc, keeps its mode; a missing
+  file still gets ``mode``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,43 +29,60 @@ PRIVATE_FILE_MODE = 0o600
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` with mode 0700, and the parents it needs (also 0700); tighten ``path`` if
-    it already exists. Parents that already exist are left as they are."""
+    """``path`` as a directory: created ``0700`` when missing, with each missing parent (also
+    ``0700``). A directory that already exists, ``path`` or a parent, is left as it is."""
     missing: list[Path] = []
     current = path
-    while not current.exists() and current.parent != current:
+    while not current.is_dir() and current.parent != current:
         missing.append(current)
         current = current.parent
     for directory in reversed(missing):
-        # ``mode`` is filtered by the umask (and pathlib's ``parents=True`` ignores it for the
-        # parents), so each directory is created one by one and checked below.
-        directory.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-        if directory != path and directory.stat().st_mode & 0o777 != PRIVATE_DIR_MODE:
+        try:
+            directory.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise  # a file is in the way: a clear error
+            continue  # someone else made it meanwhile: theirs, left as it is
+        # ``mode`` is filtered by the umask (a restrictive one could leave it unusable), and
+        # this directory is the one just created: fixing it tightens nothing of anyone else's.
+        if stat.S_IMODE(directory.lstat().st_mode) != PRIVATE_DIR_MODE:
             directory.chmod(PRIVATE_DIR_MODE)
-    if not missing:
-        path.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)  # not a directory → a clear error
-    if path.stat().st_mode & 0o777 != PRIVATE_DIR_MODE:
-        path.chmod(PRIVATE_DIR_MODE)
     return path
+
+
+def _kept_mode(path: Path, default: int) -> int:
+    """The permission bits of the regular file at ``path`` (not following a symlink), else
+    ``default``."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return default
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else default
 
 
 @contextlib.contextmanager
 def atomic_writer(
-    path: Path, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
+    path: Path,
+    *,
+    mode: int = PRIVATE_FILE_MODE,
+    keep_mode: bool = False,
+    tighten_dir: bool = True,
 ) -> Iterator[BinaryIO]:
     """A binary file that replaces ``path`` atomically when the block ends without an error:
     written to a temporary file beside it, fsynced, renamed over ``path``, directory fsynced.
     On an error the temporary file is removed and ``path`` is untouched.
 
-    :param tighten_dir: make the directory 0700 (memframe's own directories). ``False`` for a
-        directory that belongs to someone else (Claude Code's settings, a user's files): only a
-        missing one is created, 0700, and an existing one is left as it is.
+    :param mode: the new file's permission bits (the umask does not narrow them).
+    :param keep_mode: use the permission bits of the regular file being replaced, when there
+        is one, instead of ``mode``.
+    :param tighten_dir: kept for callers; it changes nothing. A missing directory is created
+        ``0700`` and an existing one keeps its mode either way (the rule at the top).
     """
+    del tighten_dir
     directory = path.parent
-    if tighten_dir:
-        ensure_private_dir(directory)
-    elif not directory.is_dir():
-        directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+    ensure_private_dir(directory)
+    if keep_mode:
+        mode = _kept_mode(path, mode)
     # a name no other writer uses (O_EXCL refuses one that exists); not ``tempfile``, whose
     # import alone costs the hook command ~13 ms
     tmp_name = directory / f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
@@ -75,16 +106,23 @@ def atomic_writer(
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes, *, mode: int = PRIVATE_FILE_MODE, tighten_dir: bool = True
+    path: Path,
+    data: bytes,
+    *,
+    mode: int = PRIVATE_FILE_MODE,
+    keep_mode: bool = False,
+    tighten_dir: bool = True,
 ) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_writer`)."""
-    with atomic_writer(path, mode=mode, tighten_dir=tighten_dir) as out:
+    with atomic_writer(path, mode=mode, keep_mode=keep_mode, tighten_dir=tighten_dir) as out:
         out.write(data)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE) -> None:
+def atomic_write_text(
+    path: Path, text: str, *, mode: int = PRIVATE_FILE_MODE, keep_mode: bool = False
+) -> None:
     """``atomic_write_bytes`` of the UTF-8 encoding of ``text``."""
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, keep_mode=keep_mode)
 
 
 @contextlib.contextmanager

@@ -1,10 +1,18 @@
 """Configuration: explicit arguments, then environment variables, then the user settings file, then
-defaults. ``Config.sources`` records where each value came from."""
+defaults. ``Config.sources`` records where each value came from.
+
+Environment variables are trusted as the user's, with one exception: an agent's *project*
+settings can inject variables into the processes it starts (Claude Code's ``env`` key in a
+repository's ``.claude/settings.json`` or ``.claude/settings.local.json``). Hook processes call
+:func:`refuse_project_env` first, which drops every memframe variable such a file sets, so a
+repository can neither move memory nor point team sync (and the user's token) elsewhere.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import pwd
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,3 +188,115 @@ def read_override(
     if must_contain is not None and must_contain not in text:
         raise ConfigError(f"{path}: the file must contain {must_contain}")
     return text
+
+
+# -- variables a project's agent settings may not set -------------------------------------------
+
+# The project settings files of Claude Code: their ``env`` reaches every hook process.
+AGENT_PROJECT_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
+# Not memframe's own names, but they decide where memframe reads its settings and memory from,
+# which project it is in, or which TLS certificates it trusts for the team server.
+GUARDED_VARIABLES = frozenset(
+    {
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "CLAUDE_CONFIG_DIR",
+        "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
+        "CLAUDE_PROJECT_DIR",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    }
+)
+# memframe's fork guard may come from anywhere: it only ever turns memory work off (and
+# memframe's own model subprocesses, which read the same project settings, rely on it).
+ALLOWED_FROM_PROJECT = frozenset({"MEMFRAME_IN_FORK"})
+
+
+def guarded_variable(name: str) -> bool:
+    """``name`` is a variable a project's agent settings may not set for memframe."""
+    if name in ALLOWED_FROM_PROJECT:
+        return False
+    return name.startswith("MEMFRAME_") or name in GUARDED_VARIABLES
+
+
+@dataclass(frozen=True)
+class RefusedVariable:
+    """A guarded variable that a project's agent settings file sets."""
+
+    name: str
+    where: Path
+
+    def describe(self) -> str:
+        return f"{self.name} (set by {self.where})"
+
+
+def _user_home() -> Path | None:
+    """The user's home from the password database (``$HOME`` itself may be the project's)."""
+    try:
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except (KeyError, OSError):
+        return None
+
+
+def _project_roots(starts: Iterable[Path]) -> list[Path]:
+    """Each start directory and its ancestors up to the repository root (the nearest one holding
+    ``.git``), without duplicates; only ``starts`` when no ancestor is a repository."""
+    roots: list[Path] = []
+    for start in starts:
+        try:
+            start = Path(os.path.realpath(start))
+        except (OSError, ValueError):
+            continue
+        chain = [start, *start.parents]
+        top = next((i for i, d in enumerate(chain) if os.path.lexists(d / ".git")), 0)
+        for directory in chain[: top + 1]:
+            if directory not in roots:
+                roots.append(directory)
+    return roots
+
+
+def project_set_variables(starts: Iterable[Path]) -> list[RefusedVariable]:
+    """The guarded variables that the agent project settings of ``starts`` (and of their
+    repositories) set, whatever their values. The user's own ``~/.claude/settings.json`` is
+    never counted, even when a start directory is the home directory."""
+    home = _user_home()
+    user_settings = Path(os.path.realpath(home / ".claude")) if home is not None else None
+    found: list[RefusedVariable] = []
+    for root in _project_roots(starts):
+        if user_settings is not None and Path(os.path.realpath(root / ".claude")) == user_settings:
+            continue
+        for relative in AGENT_PROJECT_SETTINGS:
+            path = root / relative
+            try:
+                settings = read_settings(path)
+            except ConfigError:
+                continue
+            env = settings.get("env")
+            if not isinstance(env, Mapping):
+                continue
+            found.extend(
+                RefusedVariable(name, path)
+                for name in env
+                if isinstance(name, str) and guarded_variable(name)
+            )
+    return found
+
+
+def refuse_project_env(
+    starts: Iterable[Path], env: MutableMapping[str, str] | None = None
+) -> list[RefusedVariable]:
+    """Drop from ``env`` (default: ``os.environ``, so child processes lose them too) every
+    guarded variable that a project's agent settings set, and return those that were present.
+    A refused ``HOME`` becomes the user's home from the password database."""
+    env = os.environ if env is None else env
+    refused: list[RefusedVariable] = []
+    for variable in project_set_variables(starts):
+        if variable.name not in env:
+            continue
+        refused.append(variable)
+        del env[variable.name]
+        if variable.name == "HOME":
+            home = _user_home()
+            if home is not None:
+                env["HOME"] = str(home)
+    return refused

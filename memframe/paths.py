@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -27,7 +28,11 @@ def canonical_git_root(start: Path) -> Path | None:
     """The main working tree of the git repository containing ``start``, or ``None``.
 
     Linked worktrees (a ``.git`` *file* pointing into ``<main>/.git/worktrees/<name>``) resolve to
-    the main working tree, so every worktree of one repository shares one memory directory.
+    the main working tree, so every worktree of one repository shares one memory directory. A
+    ``.git`` file is followed only when the main repository records that worktree: its
+    ``<main>/.git/worktrees/<name>/gitdir`` names this very ``.git`` file. Anything else (a
+    ``.git`` file a project wrote itself, a symlink, a submodule) makes the directory its own
+    project: a repository cannot alias another project's memory.
     """
     current = start.resolve()
     for candidate in (current, *current.parents):
@@ -39,20 +44,36 @@ def canonical_git_root(start: Path) -> Path | None:
     return None
 
 
+def _first_line(path: Path) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.readline(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _main_tree_of_worktree(tree: Path, dot_git: Path) -> Path | None:
-    try:
-        first_line = dot_git.read_text(encoding="utf-8").splitlines()[0]
-    except (OSError, UnicodeDecodeError, IndexError):
+    """The main working tree that records ``tree`` as one of its linked worktrees, or ``None``
+    when nothing there vouches for ``dot_git``."""
+    if dot_git.is_symlink():
         return None
-    if not first_line.startswith("gitdir:"):
+    first_line = _first_line(dot_git)
+    if not first_line or not first_line.startswith("gitdir:"):
         return None
-    git_dir = (tree / first_line.removeprefix("gitdir:").strip()).resolve()
-    common = git_dir / "commondir"
-    try:
-        common_dir = (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
-    except OSError:
+    git_dir = Path(os.path.realpath(tree / first_line.removeprefix("gitdir:").strip()))
+    common = _first_line(git_dir / "commondir")
+    back = _first_line(git_dir / "gitdir")  # written by git: the worktree's .git file
+    if not common or not back:
         return None
-    return common_dir.parent if common_dir.name == ".git" else None
+    common_dir = Path(os.path.realpath(git_dir / common))
+    # the admin dir must be one of the main repository's own worktree entries…
+    if git_dir.parent != common_dir / "worktrees" or common_dir.name != ".git":
+        return None
+    # …and that entry must point back at this .git file (absolute, or relative to the entry)
+    if Path(os.path.realpath(git_dir / back)) != tree / ".git":
+        return None
+    main = common_dir.parent
+    return main if Path(os.path.realpath(main / ".git")) == common_dir else None
 
 
 def project_key(project_dir: Path) -> str:

@@ -1,9 +1,17 @@
-"""Team memory keys: relative POSIX paths of files under ``<memory dir>/team/``.
+"""Team memory keys and repo names: the one set of rules the sync client and the team server
+both apply.
 
-A key that arrives from a server is untrusted: it could try to write outside the team directory.
-``check_key`` accepts only plain relative paths of safe segments; ``safe_target`` also makes sure
-the real path (after resolving symlinked ancestors) stays inside the team directory. The server
-applies the same check before storing anything.
+A key is the relative POSIX path of a file under ``<memory dir>/team/``. One that arrives from a
+server (or from a client, on the server) is untrusted: it could try to write outside the team
+directory, or hide a line break in a name that ends up in listings, logs and ``MEMORY.md``.
+``check_key`` accepts only plain relative paths of safe segments; ``safe_target`` also makes
+sure the real path (after resolving symlinked ancestors) stays inside the team directory.
+
+A repo name is ``owner/name``: ASCII letters, digits, ``.``, ``_`` and ``-``, each part starting
+with a letter or digit, at most 100 characters each (``check_repo``, ``REPO``).
+
+Every pattern here matches the *whole* string (``fullmatch`` or ``\\Z``): ``$`` would also match
+before a trailing newline, letting ``acme/app\\n`` or ``evil\\n`` through.
 """
 
 from __future__ import annotations
@@ -20,11 +28,50 @@ MAX_ENTRY_BYTES = 250_000
 LOOKALIKES = frozenset(
     "\u2215\u2044\u29f8\uff0f\u2216\ufe68\uff3c\u2024\u2025\u2026\uff0e\u3002\ufe52\u0338"
 )
-_SEGMENT = re.compile(r"^[^\x00-\x1f\x7f]+$")
+# Control characters (C0, DEL, C1: ``Cc``), format characters (``Cf``: zero-width and
+# bidirectional marks, soft hyphen…), lone surrogates (``Cs``) and the line and paragraph
+# separators (``Zl``, ``Zp``): never part of a key.
+REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+REPO_PART = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+# Anchored at both ends (``\Z``, not ``$``): ``REPO.match`` is as strict as ``fullmatch``.
+REPO = re.compile(rf"\A{REPO_PART}/{REPO_PART}\Z")
+_DRIVE = re.compile(r"[A-Za-z]:")
 
 
 class UnsafeKeyError(ValueError):
     """A key that is not a plain relative path inside the team directory."""
+
+
+class UnsafeRepoError(ValueError):
+    """A repo name that is not ``owner/name`` of the allowed characters."""
+
+
+def refused_character(text: str) -> str | None:
+    """The first control, format, surrogate or line/paragraph separator character of
+    ``text``, or ``None``."""
+    if text.isprintable():  # the common case: none of them (isprintable is stricter still)
+        return None
+    for ch in text:
+        if unicodedata.category(ch) in REFUSED_CATEGORIES:
+            return ch
+    return None
+
+
+def is_repo(repo: object) -> bool:
+    """``repo`` is a valid ``owner/name``."""
+    return isinstance(repo, str) and REPO.fullmatch(repo) is not None
+
+
+def check_repo(repo: object) -> str:
+    """``repo`` if it is a valid ``owner/name``, else :class:`UnsafeRepoError` saying why."""
+    if not isinstance(repo, str):
+        raise UnsafeRepoError(f"a repo must be a string, got {type(repo).__name__}")
+    if not is_repo(repo):
+        raise UnsafeRepoError(
+            "a repo must look like owner/name (letters, digits, '.', '_', '-'; each part "
+            f"starting with a letter or digit, at most 100 characters), got {repo[:210]!r}"
+        )
+    return repo
 
 
 def check_key(key: object) -> str:
@@ -44,6 +91,9 @@ def _problem(key: str) -> str | None:
         return f"longer than {MAX_KEY_LENGTH} characters"
     if "\x00" in key:
         return "contains NUL"
+    bad = refused_character(key)
+    if bad is not None:
+        return f"contains the control or format character U+{ord(bad):04X}"
     if "\\" in key:
         return "contains a backslash"
     if any(ch in LOOKALIKES for ch in key):
@@ -52,14 +102,11 @@ def _problem(key: str) -> str | None:
         return "not in Unicode normal form (NFKC)"
     if "%" in key and unquote(key) != key:
         return "percent-encoded"
-    if key.startswith("/") or re.match(r"^[A-Za-z]:", key):
+    if key.startswith("/") or _DRIVE.match(key):
         return "absolute"
-    segments = key.split("/")
-    for segment in segments:
+    for segment in key.split("/"):
         if segment in ("", ".", ".."):
             return "empty, '.' or '..' path segment"
-        if not _SEGMENT.match(segment):
-            return "control characters"
         if segment.startswith("."):
             return "hidden file or directory"
     if not key.endswith(".md"):

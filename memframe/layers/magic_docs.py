@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -47,6 +48,25 @@ class MagicHeader:
     header_line: str  # verbatim, without its line ending
     instructions: str | None
     instruction_line: str | None
+
+
+def _permission_bits(path: Path) -> int | None:
+    """The permission bits of the regular file ``path`` (``None``: not one)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else None
+
+
+def _restore_mode(path: Path, mode: int) -> None:
+    """A doc is the user's file: the update (an atomic rewrite, a new ``0600`` file) gives it
+    back the permission bits it had (see the rule in :mod:`memframe._fs`)."""
+    try:
+        if _permission_bits(path) not in (None, mode):
+            os.chmod(path, mode)
+    except OSError as exc:
+        log.warning("magic doc %s: could not restore its mode %o: %s", path, mode, exc)
 
 
 def detect(text: str) -> MagicHeader | None:
@@ -245,7 +265,10 @@ class MagicDocsLayer:
             max_seconds=float(self.settings.max_seconds),
             validate=keep_header,
         )
+        kept_mode = _permission_bits(path)
         result = agent.run(request)
+        if result.changed and kept_mode is not None:
+            _restore_mode(path, kept_mode)
         entry.update(
             last_update=now,
             from_message=len(history),

@@ -205,9 +205,14 @@ class TeamSyncClient:
 
     @contextlib.contextmanager
     def _locked(self, budget: float | None) -> Iterator[tuple[SyncState, Http]]:
+        """The lock, the state and a connection with the sync's deadline: ``budget`` seconds
+        from now (the wait for the lock included), else ``config.sync_deadline`` seconds from
+        when the lock is held — no sync holds the lock longer than another waits for it."""
         deadline = None if budget is None else time.monotonic() + budget
         wait = self.lock_timeout if budget is None else min(self.lock_timeout, budget)
         with sync_lock(self.memory_dir, wait):
+            if deadline is None:
+                deadline = time.monotonic() + self.config.sync_deadline
             state = load_state(self.memory_dir, self.config.server, self.config.repo)
             http = Http(self.config, self._transport, self._sleep, deadline=deadline)
             try:
@@ -250,7 +255,7 @@ class TeamSyncClient:
             result.status = "empty"
             state.server_checksums, state.unpulled, state.last_known_checksum = {}, {}, None
         elif reply.status == 200:
-            self._apply(state, _snapshot(reply, with_entries=True), result, force)
+            self._apply(state, self._snapshot(reply, with_entries=True), result, force)
             result.status = "updated"
         else:
             raise reply.failure()
@@ -541,7 +546,7 @@ class TeamSyncClient:
             current: dict[str, str] = {}
             stored: str | None = None
         elif reply.status == 200:
-            snapshot = _snapshot(reply, with_entries=False)
+            snapshot = self._snapshot(reply, with_entries=False)
             current, stored = snapshot.entry_checksums, snapshot.checksum
         else:
             raise reply.failure()
@@ -595,15 +600,19 @@ class TeamSyncClient:
             result.remote = self._remote_view(state, local)
         return result
 
+    def _snapshot(self, reply: Reply, *, with_entries: bool) -> _Snapshot:
+        return _snapshot(reply, with_entries=with_entries, max_entries=self.config.max_entries)
+
     def _remote_view(self, state: SyncState, local: LocalFiles) -> dict[str, Any]:
-        http = Http(self.config, self._transport, self._sleep)
+        deadline = time.monotonic() + self.config.sync_deadline
+        http = Http(self.config, self._transport, self._sleep, deadline=deadline)
         try:
             reply = http.get(hashes=True)
             if reply.status == 404:
                 return {"stored": False, "changed_on_server": [], "checksum": None}
             if reply.status != 200:
                 raise reply.failure()
-            snapshot = _snapshot(reply, with_entries=False)
+            snapshot = self._snapshot(reply, with_entries=False)
         except SyncError as exc:
             return {"error": str(exc)}
         finally:
@@ -647,8 +656,9 @@ def batches(
     return out
 
 
-def _snapshot(reply: Reply, *, with_entries: bool) -> _Snapshot:
-    """The GET body, checked: ``{checksum, content: {entries?, entryChecksums}}``."""
+def _snapshot(reply: Reply, *, with_entries: bool, max_entries: int) -> _Snapshot:
+    """The GET body, checked: ``{checksum, content: {entries?, entryChecksums}}``, with at most
+    ``max_entries`` entries (more fails the whole answer: nothing of it is written)."""
     data = reply.data
     content = data.get("content") if isinstance(data, dict) else None
     stored = data.get("checksum") if isinstance(data, dict) else None
@@ -657,13 +667,21 @@ def _snapshot(reply: Reply, *, with_entries: bool) -> _Snapshot:
             "the team server's answer is malformed (no checksum or content)", kind="error"
         )
     checksums = content.get("entryChecksums", {})
+    raw = content.get("entries") if with_entries else None
+    for listed in (checksums, raw):
+        if isinstance(listed, dict) and len(listed) > max_entries:
+            raise RequestError(
+                f"the team server sent {len(listed):,} entries, more than the limit of "
+                f"{max_entries:,} (the server's documented maximum; a server configured for "
+                "more needs the setting team_sync.max_entries raised): nothing was written",
+                kind="error",
+            )
     if not isinstance(checksums, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in checksums.items()
     ):
         raise RequestError("the team server's entryChecksums are malformed", kind="error")
     entries: dict[str, str] = {}
     if with_entries:
-        raw = content.get("entries")
         if not isinstance(raw, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
         ):

@@ -343,3 +343,33 @@ def test_two_separate_repositories_do_not_share(frame_at, tmp_path):
         repo.mkdir()
         git("init", "-q", cwd=repo)
     assert memdir_of(frame_at(one)).location.path != memdir_of(frame_at(two)).location.path
+
+
+@pytest.mark.parametrize("mode", ["memframe", "claude"])
+def test_a_crafted_git_file_cannot_alias_another_projects_memory(
+    frame_at, repo_with_worktree, tmp_path, fake_home, monkeypatch, mode
+):
+    monkeypatch.setenv("MEMFRAME_MEMORY_MODE", mode)
+    main, worktree = repo_with_worktree
+    victim = memdir_of(frame_at(main)).location.path
+    admin = main / ".git" / "worktrees" / worktree.name
+    assert admin.is_dir()  # git's own entry for the real worktree
+
+    borrowing = tmp_path / "cloned" / "evil"  # its .git file names the victim's worktree entry
+    borrowing.mkdir(parents=True)
+    (borrowing / ".git").write_text(f"gitdir: {admin}\n")
+    forging = tmp_path / "cloned" / "forger"  # a fake entry of its own, pointing back at it
+    fake = forging / "x" / "worktrees" / "w"
+    fake.mkdir(parents=True)
+    (forging / ".git").write_text(f"gitdir: {fake}\n")
+    (fake / "commondir").write_text(f"{main / '.git'}\n")
+    (fake / "gitdir").write_text(f"{forging / '.git'}\n")
+    linking = tmp_path / "cloned" / "linker"  # a symlink to the real worktree's .git file
+    linking.mkdir()
+    (linking / ".git").symlink_to(worktree / ".git")
+
+    for project in (borrowing, forging, linking):
+        location = memdir_of(frame_at(project)).location.path
+        assert location != victim, project
+        assert expected_key(project) in str(location)
+    assert memdir_of(frame_at(worktree)).location.path == victim  # the real one still shares

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from memframe.scanner import default_scanner
-from memframe.server.app import RunningServer, start_server
+from memframe.server.app import start_server
 from memframe.server.sqlite import SQLiteStorage
 from memframe.server.storage import hash_token
 from memframe.team_sync import SyncConfig, TeamSyncClient
@@ -31,7 +31,7 @@ TOKEN = "team-test-token-0123456789"
 
 @dataclass
 class TeamServer:
-    running: RunningServer
+    running: Any  # the server start_server returns (its module moves with the server)
     storage: SQLiteStorage
     token: str = TOKEN
     repo: str = REPO

@@ -472,6 +472,13 @@ HOSTILE = [
     "C:/win.md",
     ".hidden.md",
     "ﬁle.md",  # not NFKC
+    "evil\n/x.md",  # a line break ($ used to match before it)
+    "evil.md\n",
+    "a\x85b.md",  # C1 (NEL)
+    "a\x7fb.md",  # DEL
+    "a\u200bb.md",  # zero-width space (Cf)
+    "a\u202eb.md",  # right-to-left override (Cf)
+    "a\u2028b.md",  # line separator (Zl)
 ]
 SAFE = {"safe.md": "safe\n", "nested/safe.md": "nested\n"}
 
@@ -505,10 +512,11 @@ def test_hostile_keys_never_write_outside_the_team_dir(tmp_path, memory_dir):
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01})
     thread.start()
+    host, port = httpd.server_address[:2]
+    client = make_client(memory_dir, f"http://{host!s}:{port}")  # (its scanner may cache)
     before = {p for p in tmp_path.rglob("*") if team not in p.parents}
     try:
-        host, port = httpd.server_address[:2]
-        result = make_client(memory_dir, f"http://{host!s}:{port}").pull()
+        result = client.pull()
     finally:
         httpd.shutdown()
         httpd.server_close()
