@@ -28,6 +28,28 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
+def resolve_under(path: str | os.PathLike[str], base: Path) -> Path:
+    """``path`` as an absolute path: ``~`` expanded, a relative path taken from ``base`` (the
+    directory it was given in: a project, a hook's ``cwd``)."""
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else base / candidate
+
+
+def is_inside(
+    path: str | os.PathLike[str], directory: Path, *, base: Path | None = None, strict: bool = False
+) -> bool:
+    """Whether ``path`` is ``directory`` or inside it, after resolving symlinks of both (a
+    symlink cannot smuggle a path in or out). A relative ``path`` is taken from ``base`` (the
+    current directory when ``None``); ``strict`` excludes ``directory`` itself. The one
+    "is this path inside that directory" of memframe."""
+    target = resolve_under(path, base) if base is not None else Path(path).expanduser()
+    root = os.path.realpath(directory)
+    real = os.path.realpath(target)
+    if real == root:
+        return not strict
+    return real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def ensure_private_dir(path: Path) -> Path:
     """``path`` as a directory: created ``0700`` when missing, with each missing parent (also
     ``0700``). A directory that already exists, ``path`` or a parent, is left as it is."""

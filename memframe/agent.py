@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memframe._fs import atomic_write_text
+from memframe._fs import atomic_write_text, is_inside
 from memframe.models.base import ModelBackend, ModelError, ModelRequest, ToolCall, ToolSpec
 
 MAX_READ_CHARS = 200_000
@@ -68,10 +68,6 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def _inside(path: Path, directory: Path) -> bool:
-    return path == directory or directory in path.parents
-
-
 def _target_path(tool_input: Mapping[str, Any], key: str = "file_path") -> Path | None:
     value = tool_input.get(key)
     if not isinstance(value, str) or not value or "\x00" in value:
@@ -107,7 +103,7 @@ def can_use_tool(permission: Permission, call: ToolCall) -> Decision:
             return Decision(True)
     areas = permission.directories if writes else permission.readable or permission.directories
     for directory in areas:
-        if _inside(real, _real(directory)):
+        if is_inside(real, directory):
             return Decision(True)
     return Decision(False, f"{call.name} refused: {target} is outside what this agent may touch")
 

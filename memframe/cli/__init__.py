@@ -24,11 +24,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "scan": ("scan", "scan files, directories, transcripts or a team database for secrets"),
     "redact": ("redact", "replace secrets with [REDACTED]: a stream, or files in place"),
     "sync": ("sync", "pull, push or compare team memory with the team server"),
-    "hook": ("hook", "Claude Code hook adapter: hook JSON on stdin"),
+    "hook": ("hook", "agent hook adapter (Claude Code, Codex, Gemini CLI, Cursor): JSON on stdin"),
     "hook-worker": ("hook_worker", "internal: the hook's background worker"),
-    "install-hooks": ("install_hooks", "add memframe's hooks to Claude Code's settings"),
+    "install-hooks": ("install_hooks", "add memframe's hooks to an agent's settings (--agent)"),
     "mcp": ("mcp", "serve the project's memory to MCP clients (stdio, or HTTP with --http)"),
     "install-mcp": ("install_mcp", "add memframe's MCP server to a client's configuration"),
+    "ui": ("ui", "browse and edit the memory in a local web app (127.0.0.1, token)"),
     "bench": ("bench", "run the benchmarks of a source checkout (python -m benches)"),
 }
 

@@ -20,6 +20,7 @@ secret scanner for a write into team memory. Every failure is logged to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -34,6 +35,7 @@ from memframe.hook.protocol import (
     HookInput,
     ProtocolError,
     context_output,
+    decode_input,
     encode_output,
     message_output,
     parse_input,
@@ -41,7 +43,7 @@ from memframe.hook.protocol import (
 )
 
 if TYPE_CHECKING:
-    from memframe.config import Config
+    from memframe.config import Config, RefusedVariable
     from memframe.hook.state import HookPaths
 
 FORK_GUARD_ENV = "MEMFRAME_IN_FORK"  # as memframe.models.FORK_GUARD_ENV (not imported: slow)
@@ -63,21 +65,30 @@ class Answer:
         self.stderr: str | None = None
 
 
-def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
-    """The hook command's whole life: read, answer, exit code. Never raises."""
+def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, agent: str = "claude-code") -> int:
+    """The hook command's whole life: read, answer, exit code. Never raises. ``agent`` names
+    the host whose contract is spoken (:mod:`memframe.hook.agents`; Claude Code's by default)."""
     if os.environ.get(FORK_GUARD_ENV, "").strip():
         return EXIT_OK  # one of memframe's own model subprocesses: no memory work inside it
     home = None
     hook: HookInput | None = None
     try:
-        hook = parse_input(read_input(stdin))
+        if agent == "claude-code":
+            hook = parse_input(read_input(stdin))
+        else:
+            from memframe.hook.agents import translate
+
+            hook = translate(agent, decode_input(read_input(stdin)))
         if hook.event not in EVENTS:
             return EXIT_OK  # an event memframe does not handle (or none): nothing to do
         from memframe.config import load_config
 
+        refused = refuse_agent_env(hook)
         config = load_config()
         home = config.home
         answer = handle(hook, config)
+        if refused:
+            _report_refused(refused, hook, config.home, answer)
     except ProtocolError as exc:
         write_log(home or fallback_home(), "WARNING", f"hook: {exc}")
         return EXIT_OK
@@ -87,6 +98,10 @@ def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
         write_log(home or fallback_home(), "ERROR", f"hook: {traceback.format_exc()}")
         starting = hook is not None and hook.event == "SessionStart"
         answer = _config_problem(exc) if starting else Answer()
+    if hook is not None and hook.agent != "claude-code":
+        from memframe.hook.agents import render
+
+        answer = render(hook, answer)
     try:
         if answer.stderr:
             stderr.write(answer.stderr + "\n")
@@ -97,6 +112,46 @@ def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO) -> int:
     except OSError:
         return EXIT_OK  # the host closed our pipes: nothing more to say
     return answer.code
+
+
+def refuse_agent_env(hook: HookInput) -> list[RefusedVariable]:
+    """Drop the memframe variables a project's Claude Code settings set (their ``env`` key
+    reaches this process): only the user may move memory or name the team server. Applies to
+    this process and to the worker it starts."""
+    from memframe.config import refuse_project_env
+
+    starts: list[Path] = []
+    with contextlib.suppress(OSError):  # the directory the host started us in may be gone
+        starts.append(Path.cwd())
+    for given in (hook.cwd, getattr(hook, "project_dir", None)):
+        if isinstance(given, str) and os.path.isabs(given):
+            starts.append(Path(given))
+    pinned = os.environ.get(PROJECT_DIR_ENV, "").strip()
+    if pinned and os.path.isabs(pinned):
+        starts.append(Path(pinned))
+    return refuse_project_env(starts)
+
+
+def refusal_message(refused: list[RefusedVariable]) -> str:
+    names = ", ".join(v.describe() for v in refused)
+    return (
+        f"memframe: ignored {names}: a project's settings may not set memframe's variables "
+        "(set them in your shell or your user settings)"
+    )
+
+
+def _report_refused(
+    refused: list[RefusedVariable], hook: HookInput, home: Path, answer: Answer
+) -> None:
+    """Log the refusal; at ``SessionStart`` also tell the user (a ``systemMessage``)."""
+    message = refusal_message(refused)
+    write_log(home, "WARNING", f"hook {hook.event}: {message}")
+    if hook.event != "SessionStart" or answer.code != EXIT_OK:
+        return
+    output = answer.output if answer.output is not None else {}
+    earlier = output.get("systemMessage")
+    output["systemMessage"] = f"{earlier}\n{message}" if earlier else message
+    answer.output = output
 
 
 def _config_problem(exc: Exception) -> Answer:
@@ -110,7 +165,12 @@ def _config_problem(exc: Exception) -> Answer:
 def project_dir(hook: HookInput) -> Path:
     """The session's project: ``$CLAUDE_PROJECT_DIR`` (set by Claude Code for hook commands,
     stable for the whole session), else the event's ``cwd`` (which follows the agent's ``cd``),
-    else the current directory."""
+    else the current directory. Another agent's own project (Cursor's workspace root,
+    ``$GEMINI_PROJECT_DIR``) comes first for that agent."""
+    if hook.project_dir and os.path.isabs(hook.project_dir):
+        return Path(hook.project_dir)
+    if hook.agent != "claude-code":
+        return Path(hook.cwd) if hook.cwd else Path.cwd()
     pinned = os.environ.get(PROJECT_DIR_ENV, "").strip()
     if pinned and os.path.isabs(pinned):
         return Path(pinned)

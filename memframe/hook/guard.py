@@ -15,7 +15,6 @@ server scans again.)
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,19 +27,21 @@ if TYPE_CHECKING:
 
 def target_path(tool_input: Mapping[str, Any], cwd: Path) -> Path | None:
     """The file a write tool call targets (relative paths are taken from ``cwd``)."""
+    from memframe._fs import resolve_under
+
     for key in ("file_path", "notebook_path"):
         value = tool_input.get(key)
         if isinstance(value, str) and value:
-            path = Path(value).expanduser()
-            return path if path.is_absolute() else cwd / path
+            return resolve_under(value, cwd)
     return None
 
 
 def inside(path: Path, directory: Path) -> bool:
-    """Whether ``path`` is ``directory`` or inside it, after resolving symlinks of both."""
-    root = os.path.realpath(directory)
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+    """Whether ``path`` is ``directory`` or inside it, after resolving symlinks of both
+    (:func:`memframe._fs.is_inside`)."""
+    from memframe._fs import is_inside
+
+    return is_inside(path, directory)
 
 
 def written_text(tool_name: str, tool_input: Mapping[str, Any]) -> list[str]:
@@ -125,15 +126,15 @@ def patch_texts(patch: str, cwd: Path, team_dir: Path) -> list[str]:
     from memframe.patches import parse_patch
 
     texts: list[str] = []
+    from memframe._fs import resolve_under
+
     for change in parse_patch(patch):
-        target = Path(change.target).expanduser()
-        target = target if target.is_absolute() else cwd / target
+        target = resolve_under(change.target, cwd)
         if change.op == "delete" or not inside(target, team_dir):
             continue
         texts.append(change.new_text())
         if change.op == "update":
-            source = Path(change.path).expanduser()
-            current = _read_limited(source if source.is_absolute() else cwd / source)
+            current = _read_limited(resolve_under(change.path, cwd))
             after = change.apply(current) if current is not None else None
             if after is not None:
                 texts.append(after)

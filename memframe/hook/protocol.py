@@ -40,6 +40,13 @@ class HookInput:
     source: str | None = None  # SessionStart: startup, resume, clear, compact
     reason: str | None = None  # SessionEnd: clear, logout, prompt_input_exit, other
     trigger: str | None = None  # PreCompact: manual, auto
+    turn_id: str | None = None  # Codex: the turn the event belongs to
+    model: str | None = None  # Codex, Cursor: the session's model
+    # which agent sent the event (``memframe hook --agent``) and the event's own name there;
+    # ``event`` is always the Claude Code name memframe acts on
+    agent: str = "claude-code"
+    native_event: str | None = None
+    project_dir: str | None = None  # the project the agent names (Cursor's workspace root…)
 
 
 def _text(data: Mapping[str, Any], key: str) -> str | None:
@@ -49,6 +56,11 @@ def _text(data: Mapping[str, Any], key: str) -> str | None:
 
 def parse_input(raw: bytes) -> HookInput:
     """The event in ``raw`` (the bytes Claude Code wrote to stdin)."""
+    return hook_input(decode_input(raw))
+
+
+def decode_input(raw: bytes) -> dict[str, Any]:
+    """The JSON object in ``raw``; anything else is a :class:`ProtocolError`."""
     if len(raw) > MAX_INPUT_BYTES:
         raise ProtocolError(f"hook input of {len(raw):,} bytes exceeds {MAX_INPUT_BYTES:,}")
     try:
@@ -57,6 +69,11 @@ def parse_input(raw: bytes) -> HookInput:
         raise ProtocolError(f"hook input is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ProtocolError(f"hook input must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def hook_input(data: Mapping[str, Any]) -> HookInput:
+    """Claude Code's (and Codex's: the same names) fields of one event object."""
     tool_input = data.get("tool_input")
     return HookInput(
         event=_text(data, "hook_event_name"),
@@ -71,6 +88,9 @@ def parse_input(raw: bytes) -> HookInput:
         source=_text(data, "source"),
         reason=_text(data, "reason"),
         trigger=_text(data, "trigger"),
+        turn_id=_text(data, "turn_id"),
+        model=_text(data, "model"),
+        native_event=_text(data, "hook_event_name"),
     )
 
 

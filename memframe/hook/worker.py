@@ -20,6 +20,7 @@ state.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -40,9 +41,12 @@ from memframe.hook.state import (
 )
 
 if TYPE_CHECKING:
-    from memframe.config import Config
+    from memframe.config import Config, RefusedVariable
     from memframe.frame import MemoryFrame
+    from memframe.hook.rereader import WholeFileReader
     from memframe.hook.transcript import Increment, IncrementalReader
+
+    Reader = IncrementalReader | WholeFileReader
     from memframe.messages import Message
     from memframe.session import Session
 
@@ -82,15 +86,29 @@ def run_worker(
     session_id: str, cwd: str, transcript: str | None = None, *, linger: float | None = None
 ) -> int:
     """The worker's whole life; always returns 0."""
-    from memframe.config import load_config
+    from memframe.config import load_config, refuse_project_env
 
+    refused: list[RefusedVariable] = []
     try:
+        # as the hook does: a project's agent settings may not set memframe's variables (the
+        # hook that started this worker already dropped them; this one may run without it)
+        starts = [Path(cwd)]
+        with contextlib.suppress(OSError):
+            starts.append(Path.cwd())
+        pinned = os.environ.get("CLAUDE_PROJECT_DIR", "").strip()
+        if pinned and os.path.isabs(pinned):
+            starts.append(Path(pinned))
+        refused = refuse_project_env(starts)
         config = load_config()
     except Exception as exc:
         from memframe.hook.adapter import fallback_home
 
         write_log(fallback_home(), "ERROR", f"hook worker: bad configuration: {exc}")
         return 0
+    if refused:
+        from memframe.hook.adapter import refusal_message
+
+        write_log(config.home, "WARNING", f"hook worker: {refusal_message(refused)}")
     handler = HookLogHandler(config.home)
     logger = logging.getLogger("memframe")
     logger.addHandler(handler)
@@ -126,6 +144,7 @@ class Worker:
         self.runtime: dict[str, Any] = {}
         self.loaded: list[Message] = []
         self.history_bytes = 0
+        self.format: str | None = None  # the transcript's format, once known
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -228,7 +247,7 @@ class Worker:
         return session
 
     def _process(self, batch: list[dict[str, Any]]) -> None:
-        from memframe.hook.transcript import IncrementalReader
+        from memframe.hook.transcript import Increment
 
         started = time.monotonic()
         kinds = [str(entry.get("event")) for entry in batch]
@@ -238,14 +257,19 @@ class Worker:
                 self.transcript = path
         session = self._open_session()
         reader_state = self.runtime.get("reader")
-        reader = IncrementalReader(reader_state if isinstance(reader_state, dict) else None)
+        reader, unreadable = self._reader(reader_state if isinstance(reader_state, dict) else {})
         final = any(kind in FINAL_EVENTS for kind in kinds)
-        increment = self._read(reader, final=final, stop="Stop" in kinds)
+        if unreadable is not None:
+            # reported, never read as 0 events in silence: the hook log and hook.json say so
+            write_log(
+                self.config.home, "WARNING", f"hook worker {self.paths.session_id}: {unreadable}"
+            )
+            increment = Increment(problems=[unreadable])
+        else:
+            increment = self._read(reader, final=final, stop="Stop" in kinds)
         self._dispatch(session, increment)
         ended = "SessionEnd" in kinds
         if ended:
-            from memframe.hook.transcript import Increment
-
             self._dispatch(session, Increment(events=reader.finish()))
             reasons = [e.get("reason") for e in batch if e.get("event") == "SessionEnd"]
             reason = next((r for r in reversed(reasons) if isinstance(r, str) and r), "other")
@@ -259,7 +283,48 @@ class Worker:
         if ended:
             self.session = None
 
-    def _read(self, reader: IncrementalReader, *, final: bool, stop: bool) -> Increment:
+    def _reader(self, state: dict[str, Any]) -> tuple[Reader, str | None]:
+        """The reader for the transcript's format (the one saved, else detected from the
+        file's first records), and a problem when memframe cannot read that file."""
+        from memframe.hook.transcript import IncrementalReader
+
+        known = state.get("format")
+        if not isinstance(known, str):
+            # a state saved before formats were recorded is a Claude Code reader's
+            known = "claude-code" if state.get("cursor") else self._detect()
+        if known is None or known == "claude-code":
+            self.format = known
+            return IncrementalReader(state), None
+        if known.startswith("!"):
+            self.format = None
+            return IncrementalReader(state), known[1:]
+        from memframe.hook.rereader import WholeFileReader
+
+        self.format = known
+        return WholeFileReader(known, state), None
+
+    def _detect(self) -> str | None:
+        """The transcript's format; ``None`` while it cannot be told yet (no path, no file, no
+        record); ``"!<problem>"`` for a file in no format memframe reads."""
+        from memframe.transcripts import TranscriptError, detect_format
+
+        path = self.transcript
+        if not path:
+            return None
+        try:
+            if os.path.getsize(path) == 0:
+                return None
+            return detect_format(path)
+        except FileNotFoundError:
+            return None
+        except (TranscriptError, OSError) as exc:
+            return (
+                f"!the transcript {path} cannot be read: {exc}. Context injection and the "
+                "team guard still work; session notes and extraction need a transcript "
+                "memframe reads (Claude Code sessions, Codex rollouts)"
+            )
+
+    def _read(self, reader: Reader, *, final: bool, stop: bool) -> Increment:
         from memframe.events import StopEvent
 
         transcript = self.transcript
@@ -294,15 +359,18 @@ class Worker:
             else:
                 session.dispatch(event)
 
-    def _save(self, session: Session, reader: IncrementalReader) -> None:
+    def _save(self, session: Session, reader: Reader) -> None:
         from memframe.hook.runtime import capture, save_history
 
         self.history_bytes = save_history(
             self.paths.history, session.history, self.loaded, self.history_bytes
         )
         self.loaded = list(session.history)
+        reader_state = reader.to_state()
+        if self.format is not None:
+            reader_state["format"] = self.format
         self.runtime = {
-            "reader": reader.to_state(),
+            "reader": reader_state,
             "session": capture(session),
             "history_bytes": self.history_bytes,
             "history_messages": len(session.history),
@@ -314,7 +382,7 @@ class Worker:
         session: Session,
         kinds: list[str],
         increment: Increment,
-        reader: IncrementalReader,
+        reader: Reader,
         ended: bool,
         seconds: float,
     ) -> None:

@@ -10,13 +10,13 @@ the store, which refuses duplicates and keeps ``MEMORY.md`` in step.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memframe._fs import is_inside
 from memframe.agent import ForkedAgent, Permission
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
@@ -53,17 +53,12 @@ def _prompt_template() -> str:
 def wrote_into(messages: list[Message], directory: Path, cwd: Path | None = None) -> bool:
     """Whether the main agent wrote a file inside ``directory`` in ``messages`` — with a write
     tool, or with Codex's ``apply_patch`` (relative paths are taken from ``cwd``)."""
-    root = os.path.realpath(directory)
-    for message in messages:
-        for call in message.tool_uses:
-            for target in written_paths(call.name, call.input):
-                path = Path(target).expanduser()
-                if not path.is_absolute() and cwd is not None:
-                    path = cwd / path
-                real = os.path.realpath(path)
-                if real == root or real.startswith(root + os.sep):
-                    return True
-    return False
+    return any(
+        is_inside(target, directory, base=cwd)
+        for message in messages
+        for call in message.tool_uses
+        for target in written_paths(call.name, call.input)
+    )
 
 
 class ExtractMemoriesLayer:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from memframe._fs import atomic_write_text
+from memframe._fs import atomic_write_text, resolve_under
 from memframe.context_blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import settings_from
@@ -63,10 +63,7 @@ class MemdirLayer:
         redact what must not be in memory (secrets, personal data), then give it its index
         line (or drop the line of a file it deleted)."""
         for target in written_paths(tool_use.name, tool_use.input):
-            path = Path(target).expanduser()
-            if not path.is_absolute():
-                path = self.frame.project_dir / path
-            path = Path(os.path.realpath(path))
+            path = Path(os.path.realpath(resolve_under(target, self.frame.project_dir)))
             try:
                 relative = path.relative_to(self.store.root).as_posix()
             except ValueError:

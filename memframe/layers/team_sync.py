@@ -12,11 +12,11 @@ on the frame's background executor, one operation at a time with at most one tra
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memframe._fs import is_inside
 from memframe.hookspecs import hookimpl
 from memframe.memdir import locate
 from memframe.serial import SerialRunner
@@ -175,12 +175,7 @@ class TeamSyncLayer:
 
     def _inside_team_dir(self, target: str) -> bool:
         assert self.team_dir is not None
-        path = Path(target)
-        if not path.is_absolute():
-            path = self.frame.project_dir / path
-        root = os.path.realpath(self.team_dir)
-        real = os.path.realpath(path)
-        return real.startswith(root + os.sep)
+        return is_inside(target, self.team_dir, base=self.frame.project_dir, strict=True)
 
     def _look(self) -> tuple[tuple[str, int, int], ...]:
         """Sizes and mtimes of the team files: a cheap change detector."""

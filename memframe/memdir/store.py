@@ -31,6 +31,7 @@ from memframe.privacy import PERSONAL_KINDS
 
 if TYPE_CHECKING:
     from memframe.scanner import SecretScanner
+    from memframe.scanning.gate import GateFinding
 
 LOCK_FILE = ".memframe.lock"
 MAX_MEMORY_BYTES = 250_000
@@ -65,6 +66,23 @@ class DoctorReport:
             or self.bad_permissions
             or self.unreadable
         )
+
+
+class SecretGateError(MemoryFormatError):
+    """A move into ``team/`` refused by the secret gate: ``findings`` names each rule."""
+
+    def __init__(self, relative: str, findings: list[GateFinding]) -> None:
+        self.relative = relative
+        self.findings = findings
+        rules = ", ".join(f.describe() for f in findings)
+        super().__init__(
+            f"{relative} stays private: a team memory is shared and this one contains a "
+            f"secret ({rules})"
+        )
+
+    @property
+    def rule_ids(self) -> list[str]:
+        return [f.rule_id for f in self.findings]
 
 
 class MemoryStore:
@@ -120,10 +138,20 @@ class MemoryStore:
             return ""
 
     def find(self, ref: str) -> Memory:
-        """A memory by file (``name.md``, ``team/name.md``) or by its ``name``."""
-        for memory in self.memories():
-            if ref in (memory.relative_to(self.root), memory.path.name, memory.name):
+        """A memory by file (``name.md``, ``team/name.md``) or by its ``name``. The exact
+        relative path wins (``x.md`` is the private ``x.md`` even when ``team/x.md`` exists);
+        then a file name or a name that only one memory has — an ambiguous one is a
+        ``KeyError`` naming the candidates, never a guess."""
+        memories = self.memories()
+        for memory in memories:
+            if memory.relative_to(self.root) == ref:
                 return memory
+        matches = [m for m in memories if ref in (m.path.name, m.name)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            names = ", ".join(m.relative_to(self.root) for m in matches)
+            raise KeyError(f"{ref!r} is ambiguous in {self.root}: {names}; name the file")
         raise KeyError(f"no memory {ref!r} in {self.root}")
 
     # -- writing -------------------------------------------------------------------------------
@@ -290,6 +318,85 @@ class MemoryStore:
                 relative = memory.relative_to(self.root)
             self._write_index(update_index(self.index_text(), {}, [relative]))
             return relative
+
+    def edit(
+        self,
+        ref: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        kind: str | None = None,
+        body: str | None = None,
+        scanner: SecretScanner | None = None,
+        personal: Collection[str] = PERSONAL_KINDS,
+    ) -> Memory:
+        """Rewrite a memory in place (the fields given; the others are kept), atomically and
+        under the lock, and refresh its index line. Secrets and personal data are redacted as
+        :meth:`add` does; a body equal to another memory's, a ``user`` memory in ``team/`` or
+        an unknown type is refused (:class:`MemoryFormatError`). Returns the memory as saved."""
+        from memframe.memdir.guard import scrub
+        from memframe.scanner import default_scanner
+
+        scanner = scanner or default_scanner()
+        with self.locked():
+            memory = self.find(ref)
+            relative = memory.relative_to(self.root)
+            new_name, _ = scrub(memory.name if name is None else name, scanner, personal)
+            new_description, _ = scrub(
+                memory.description if description is None else description, scanner, personal
+            )
+            new_body, _ = scrub(memory.body if body is None else body, scanner, personal)
+            new_kind = memory.type if kind is None else kind.strip().lower()
+            if new_kind == "user" and memory.scope(self.root) == "team":
+                raise MemoryFormatError("user memories are always private")
+            text = render_memory(new_name, new_description, new_kind, new_body)
+            if len(text.encode("utf-8")) > MAX_MEMORY_BYTES:
+                raise MemoryFormatError(f"a memory is limited to {MAX_MEMORY_BYTES:,} bytes")
+            others = [m for m in self.memories() if m.path != memory.path]
+            duplicate = self.duplicate_of(new_body, others)
+            if duplicate is not None:
+                raise MemoryFormatError(
+                    f"the text is already remembered in {duplicate.relative_to(self.root)}"
+                )
+            atomic_write_text(memory.path, text)
+            saved = self.read(memory.path)
+            self._index({relative: saved})
+            return saved
+
+    def move(self, ref: str, scope: str, *, scanner: SecretScanner | None = None) -> Memory:
+        """Move a memory between ``private`` (the top level) and ``team`` (``team/``, shared by
+        team sync), under the lock: the file is written at its new place atomically, then the
+        old one removed, and the index line follows it. A move into ``team/`` passes the team
+        sync's secret gate first (:func:`memframe.scanning.gate.gate_findings` on the new key
+        and the text, with ``scanner``, the bundled rules by default): a finding refuses it
+        with :class:`SecretGateError` and nothing changes. ``user`` memories stay private.
+        Returns the memory at its new place (the same one when it is already there)."""
+        from memframe.scanner import default_scanner
+        from memframe.scanning.gate import gate_findings
+
+        if scope not in ("private", "team"):
+            raise MemoryFormatError(f"scope must be private or team, got {scope!r}")
+        with self.locked():
+            memory = self.find(ref)
+            if memory.scope(self.root) == scope:
+                return memory
+            if scope == "team" and memory.type == "user":
+                raise MemoryFormatError("user memories are always private")
+            directory = self.root / TEAM_DIR if scope == "team" else self.root
+            target = self._free_path(directory, memory.path.stem)
+            text = memory.path.read_text(encoding="utf-8")
+            if scope == "team":
+                key = target.relative_to(directory).as_posix()
+                findings = gate_findings(scanner or default_scanner(), key, text)
+                if findings:
+                    raise SecretGateError(memory.relative_to(self.root), findings)
+            ensure_private_dir(directory)
+            atomic_write_text(target, text)
+            memory.path.unlink()
+            moved = self.read(target)
+            old = memory.relative_to(self.root)
+            self._index({moved.relative_to(self.root): moved}, [old])
+            return moved
 
     def reindex(self, paths: Iterable[Path]) -> None:
         """Index lines for files written by someone else (an agent): added or refreshed; lines

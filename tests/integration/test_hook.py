@@ -1107,7 +1107,8 @@ def test_a_project_cannot_move_memory_through_its_agent_env(hook_env, tmp_path):
     assert "a project's settings may not set memframe's variables" in log
 
     prompt = {**payload, "hook_event_name": "UserPromptSubmit", "prompt": "hello"}
-    assert "systemMessage" not in _json(hook_env.hook(prompt, extra_env=injected))
+    later = hook_env.hook(prompt, extra_env=injected)  # logged, not said again
+    assert later.returncode == 0 and b"systemMessage" not in later.stdout
     assert not evil_dir.exists() and not evil_home.exists()
 
 

@@ -948,3 +948,13 @@ def test_processes_adding_the_same_memories_write_each_once(tmp_path):
     assert len(memory_files(root)) == 20
     assert sorted(index_entries(MemoryStore(root).index_text())) == memory_files(root)
     assert MemoryStore(root).doctor().duplicates == []
+
+
+def test_find_prefers_the_exact_file_and_refuses_to_guess(store):
+    private = store.add("Lint", "linting", "feedback", "Run the linter before pushing.")
+    team = store.add("Lint", "team linting", "project", "The CI lints every branch.", scope="team")
+    assert private is not None and team is not None
+    assert store.find(private.relative_to(store.root)).path == private.path
+    assert store.find(team.relative_to(store.root)).path == team.path
+    with pytest.raises(KeyError, match="ambiguous"):
+        store.find("Lint")  # two memories are called that: name the file
