@@ -5,6 +5,7 @@
 //! C API (`hs.h`, 5.x).
 
 use std::ffi::{c_char, c_int, c_uint, c_ulonglong, c_void, CStr, CString};
+use std::fmt;
 use std::ptr::{self, NonNull};
 
 #[cfg(feature = "vendored")]
@@ -15,6 +16,8 @@ pub const FLAG_SINGLEMATCH: c_uint = 8;
 const MODE_BLOCK: c_uint = 1;
 const SUCCESS: c_int = 0;
 const SCAN_TERMINATED: c_int = -3;
+/// `HS_UNKNOWN_ERROR`: what a call that reported success without its result counts as.
+const NO_RESULT: c_int = -13;
 
 #[repr(C)]
 struct RawDatabase {
@@ -126,11 +129,72 @@ pub struct Expression {
 
 /// Why a multi-pattern compile failed: the library's message and, when it names one, the index
 /// of the expression it rejected.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileFailure {
     pub message: String,
     pub expression: Option<usize>,
 }
+
+impl fmt::Display for CompileFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.expression {
+            Some(index) => write!(f, "expression {index}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for CompileFailure {}
+
+/// A failed library call other than a compile: the `hs_error_t` it returned, or a block too
+/// long for its `unsigned int` length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HsError {
+    /// The library returned this (negative) status.
+    Status(c_int),
+    /// A block of this many bytes cannot be scanned in one call.
+    TooLong(usize),
+}
+
+impl HsError {
+    fn check(status: c_int) -> Result<(), Self> {
+        if status == SUCCESS {
+            Ok(())
+        } else {
+            Err(Self::Status(status))
+        }
+    }
+}
+
+impl fmt::Display for HsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = match *self {
+            Self::TooLong(length) => {
+                return write!(f, "a block of {length} bytes is too long to scan at once")
+            }
+            Self::Status(status) => status,
+        };
+        // the `HS_*` codes of hs_common.h
+        let name = match status {
+            -1 => "HS_INVALID",
+            -2 => "HS_NOMEM",
+            -3 => "HS_SCAN_TERMINATED",
+            -4 => "HS_COMPILER_ERROR",
+            -5 => "HS_DB_VERSION_ERROR",
+            -6 => "HS_DB_PLATFORM_ERROR",
+            -7 => "HS_DB_MODE_ERROR",
+            -8 => "HS_BAD_ALIGN",
+            -9 => "HS_BAD_ALLOC",
+            -10 => "HS_SCRATCH_IN_USE",
+            -11 => "HS_ARCH_ERROR",
+            -12 => "HS_INSUFFICIENT_SPACE",
+            _ => "HS_UNKNOWN_ERROR",
+        };
+        write!(f, "the scanning library failed: {name} ({status})")
+    }
+}
+
+impl std::error::Error for HsError {}
 
 /// A compiled block-mode database. Immutable once built, so shared freely between threads.
 pub struct Database {
@@ -203,57 +267,57 @@ impl Database {
     }
 
     /// The database in the library's serialized form (for the on-disk cache).
-    pub fn serialize(&self) -> Option<Vec<u8>> {
+    pub fn serialize(&self) -> Result<Vec<u8>, HsError> {
         let mut bytes: *mut c_char = ptr::null_mut();
         let mut length = 0usize;
         // SAFETY: out-pointers are valid; the buffer comes from the library's allocator (malloc
         // by default) and is copied, then freed.
         unsafe {
-            if hs_serialize_database(self.raw.as_ptr(), &mut bytes, &mut length) != SUCCESS
-                || bytes.is_null()
-            {
-                return None;
+            HsError::check(hs_serialize_database(
+                self.raw.as_ptr(),
+                &mut bytes,
+                &mut length,
+            ))?;
+            if bytes.is_null() {
+                return Err(HsError::Status(NO_RESULT));
             }
             let copy = std::slice::from_raw_parts(bytes.cast::<u8>(), length).to_vec();
             free(bytes.cast::<c_void>());
-            Some(copy)
+            Ok(copy)
         }
     }
 
-    /// A database from `serialize`'s bytes; `None` when the library refuses them (another
+    /// A database from `serialize`'s bytes; Err when the library refuses them (another
     /// version or platform, or damaged bytes).
-    pub fn deserialize(bytes: &[u8]) -> Option<Self> {
+    pub fn deserialize(bytes: &[u8]) -> Result<Self, HsError> {
         let mut raw = ptr::null_mut();
         // SAFETY: the slice is valid for its length; the library validates the header.
-        let status = unsafe {
+        HsError::check(unsafe {
             hs_deserialize_database(bytes.as_ptr().cast::<c_char>(), bytes.len(), &mut raw)
-        };
-        if status != SUCCESS {
-            return None;
-        }
-        NonNull::new(raw).map(|raw| Self { raw })
+        })?;
+        NonNull::new(raw)
+            .map(|raw| Self { raw })
+            .ok_or(HsError::Status(NO_RESULT))
     }
 
     /// Scratch space for scanning this database from one thread.
-    pub fn scratch(&self) -> Result<Scratch, c_int> {
+    pub fn scratch(&self) -> Result<Scratch, HsError> {
         let mut raw = ptr::null_mut();
         // SAFETY: valid database and out-pointer.
-        let status = unsafe { hs_alloc_scratch(self.raw.as_ptr(), &mut raw) };
-        match NonNull::new(raw) {
-            Some(raw) if status == SUCCESS => Ok(Scratch { raw }),
-            _ => Err(status),
-        }
+        HsError::check(unsafe { hs_alloc_scratch(self.raw.as_ptr(), &mut raw) })?;
+        NonNull::new(raw)
+            .map(|raw| Scratch { raw })
+            .ok_or(HsError::Status(NO_RESULT))
     }
 
     /// Scan `data` (at most `u32::MAX` bytes), calling `on_match(id, end)` for every report
     /// (databases are compiled without start-of-match, so there is no start to give).
-    /// Err carries the library's status code.
     pub fn scan<F: FnMut(u32, u64)>(
         &self,
         data: &[u8],
         scratch: &mut Scratch,
         mut on_match: F,
-    ) -> Result<(), c_int> {
+    ) -> Result<(), HsError> {
         unsafe extern "C" fn trampoline<F: FnMut(u32, u64)>(
             id: c_uint,
             _from: c_ulonglong,
@@ -266,7 +330,7 @@ impl Database {
             callback(id, to);
             0
         }
-        let length = c_uint::try_from(data.len()).map_err(|_| -1)?;
+        let length = c_uint::try_from(data.len()).map_err(|_| HsError::TooLong(data.len()))?;
         // SAFETY: the data, scratch (allocated for this database, used by one thread at a time
         // through `&mut`) and callback context are valid for the call.
         let status = unsafe {
@@ -280,10 +344,10 @@ impl Database {
                 ptr::from_mut(&mut on_match).cast::<c_void>(),
             )
         };
-        if status == SUCCESS || status == SCAN_TERMINATED {
+        if status == SCAN_TERMINATED {
             Ok(())
         } else {
-            Err(status)
+            HsError::check(status)
         }
     }
 }
@@ -334,8 +398,17 @@ mod tests {
         assert_eq!(hits, hits2);
         let mut damaged = bytes.clone();
         damaged.truncate(bytes.len() / 2);
-        assert!(Database::deserialize(&damaged).is_none());
-        assert!(Database::deserialize(b"not a database").is_none());
+        assert!(Database::deserialize(&damaged).is_err());
+        let refused = Database::deserialize(b"not a database")
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(refused, HsError::Status(status) if status < 0),
+            "{refused}"
+        );
+        assert!(refused
+            .to_string()
+            .starts_with("the scanning library failed: HS_"));
     }
 
     #[test]
@@ -345,6 +418,7 @@ mod tests {
             .expect("rejected");
         assert_eq!(err.expression, Some(1), "{err:?}");
         assert!(!err.message.is_empty());
+        assert_eq!(err.to_string(), format!("expression 1: {}", err.message));
     }
 
     #[test]

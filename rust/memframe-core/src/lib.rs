@@ -4,11 +4,14 @@
 //! `memframe/_fallback` holds a pure-Python twin that must return identical results.
 
 pub mod checksum;
-mod dbcache;
+pub mod dbcache;
+pub mod error;
 pub mod hs;
 pub mod parallel;
 pub mod scan;
 pub mod tokens;
+
+pub use error::{Error, ErrorKind};
 
 /// Version of the core crate; the glue crate reports it so Python can check it matches the package.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

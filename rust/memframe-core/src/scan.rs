@@ -20,7 +20,8 @@ use std::sync::Mutex;
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 
-use crate::dbcache;
+use crate::dbcache::{self, CacheError};
+use crate::error::Error;
 use crate::hs::{self, Database, Expression, Scratch};
 
 /// One rule as the Python rule loader hands it over (JSON).
@@ -75,11 +76,17 @@ struct Allow {
 }
 
 impl Allow {
-    fn compile(spec: &AllowSpec, owner: &str) -> Result<Self, String> {
+    fn compile(spec: &AllowSpec, owner: &str) -> Result<Self, Error> {
         let regexes = spec
             .regexes
             .iter()
-            .map(|p| build_regex(p).map_err(|e| format!("{owner}: allowlist regex {p:?}: {e}")))
+            .map(|p| {
+                build_regex(p).map_err(|source| Error::AllowlistRegex {
+                    owner: owner.to_owned(),
+                    pattern: p.clone(),
+                    source,
+                })
+            })
             .collect::<Result<_, _>>()?;
         let stopwords = spec
             .stopwords
@@ -137,17 +144,17 @@ pub struct Scanner {
 /// How the rule set reached the engine: what Vectorscan/Hyperscan left out and why, and
 /// whether the database came from the on-disk cache. A rule left out is still confirmed, by its
 /// regex over the whole text: right, but slower.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct EngineReport {
     /// (rule index, the library's message) for every rule the library rejected
     pub rejected: Vec<(usize, String)>,
     /// why no database could be built at all (every rule is then confirmed by regex alone)
-    pub database_error: Option<String>,
+    pub database_error: Option<hs::CompileFailure>,
     pub cache: CacheOutcome,
 }
 
 /// What the database cache did for this scanner.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub enum CacheOutcome {
     /// no cache directory was given
     #[default]
@@ -156,8 +163,24 @@ pub enum CacheOutcome {
     Hit,
     /// compiled and written to the cache
     Stored,
-    /// compiled; the cache file was missing, unusable (the reason) or could not be written
-    Compiled(String),
+    /// compiled: the cache file was missing or unusable (why), and no database was built to
+    /// store in its place
+    Compiled(CacheError),
+    /// compiled; writing the cache file failed (why)
+    NotStored(CacheError),
+}
+
+impl CacheOutcome {
+    /// `off`, `hit`, `stored` or `compiled: <why the cache file was not used>`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Off => "off".to_owned(),
+            Self::Hit => "hit".to_owned(),
+            Self::Stored => "stored".to_owned(),
+            Self::Compiled(why) => format!("compiled: {why}"),
+            Self::NotStored(why) => format!("compiled: not cached: {why}"),
+        }
+    }
 }
 
 fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
@@ -179,7 +202,7 @@ fn database_pattern(regex: &str, flags: u32) -> (Vec<u8>, u32) {
 
 /// Why the engine's library cannot compile a rule's `regex` (as the scanner would give it), or
 /// `None` when it can. Rule files are validated with this.
-pub fn pattern_error(regex: &str) -> Option<String> {
+pub fn pattern_error(regex: &str) -> Option<hs::CompileFailure> {
     let signal = Signal::of(regex);
     for (pattern, flags) in [
         (regex, hs::FLAG_SINGLEMATCH),
@@ -191,7 +214,7 @@ pub fn pattern_error(regex: &str) -> Option<String> {
             flags,
             id: 0,
         }]) {
-            return Some(failure.message);
+            return Some(failure);
         }
     }
     None
@@ -352,33 +375,38 @@ enum Candidate {
 
 impl Scanner {
     /// Compile a rule set given as JSON (`{"rules": [...], "allowlist": {...}}`).
-    pub fn from_json(json: &str) -> Result<Self, String> {
+    pub fn from_json(json: &str) -> Result<Self, Error> {
         Self::from_json_cached(json, None)
     }
 
     /// Like `from_json`, keeping the compiled database in `cache_dir` (see `dbcache`).
-    pub fn from_json_cached(json: &str, cache_dir: Option<&Path>) -> Result<Self, String> {
-        let spec: RuleSetSpec =
-            serde_json::from_str(json).map_err(|e| format!("invalid rule set JSON: {e}"))?;
+    pub fn from_json_cached(json: &str, cache_dir: Option<&Path>) -> Result<Self, Error> {
+        let spec: RuleSetSpec = serde_json::from_str(json)?;
         Self::new_cached(&spec, cache_dir)
     }
 
-    pub fn new(spec: &RuleSetSpec) -> Result<Self, String> {
+    pub fn new(spec: &RuleSetSpec) -> Result<Self, Error> {
         Self::new_cached(spec, None)
     }
 
-    pub fn new_cached(spec: &RuleSetSpec, cache_dir: Option<&Path>) -> Result<Self, String> {
+    pub fn new_cached(spec: &RuleSetSpec, cache_dir: Option<&Path>) -> Result<Self, Error> {
         let mut rules = Vec::with_capacity(spec.rules.len());
         for rule in &spec.rules {
-            let regex = build_regex(&rule.regex).map_err(|e| format!("rule {}: {e}", rule.id))?;
+            let regex = build_regex(&rule.regex).map_err(|source| Error::RuleRegex {
+                rule: rule.id.clone(),
+                source,
+            })?;
             if rule.secret_group >= regex.captures_len() {
-                return Err(format!(
-                    "rule {}: secret group {} does not exist",
-                    rule.id, rule.secret_group
-                ));
+                return Err(Error::SecretGroup {
+                    rule: rule.id.clone(),
+                    group: rule.secret_group,
+                });
             }
             if let Some(k) = rule.keywords.iter().find(|k| !k.is_ascii()) {
-                return Err(format!("rule {}: keyword {k:?} is not ASCII", rule.id));
+                return Err(Error::KeywordNotAscii {
+                    rule: rule.id.clone(),
+                    keyword: k.clone(),
+                });
             }
             rules.push(Rule {
                 regex,
@@ -443,7 +471,7 @@ impl Scanner {
             if let (Some(dir), Some(database)) = (cache_dir, &compiled.database) {
                 self.report.cache = match dbcache::store(dir, &key, &compiled, database) {
                     Ok(()) => CacheOutcome::Stored,
-                    Err(why) => CacheOutcome::Compiled(format!("not cached: {why}")),
+                    Err(why) => CacheOutcome::NotStored(why),
                 };
             }
             compiled
@@ -690,38 +718,53 @@ impl Scanner {
     }
 }
 
+/// The batch forms: `threads` is None for all cores, else `1..=MAX_THREADS`
+/// (`crate::parallel::check_threads`); Err for a count out of range or worker threads that
+/// cannot start.
 impl Scanner {
-    /// `find` over many texts in parallel (`threads`: None = all cores).
-    pub fn find_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<Finding>> {
+    /// `find` over many texts in parallel.
+    pub fn find_many(
+        &self,
+        texts: &[&[u8]],
+        threads: Option<usize>,
+    ) -> Result<Vec<Vec<Finding>>, Error> {
         crate::parallel::map_items(threads, texts, 8, |t| self.find(t))
     }
 
     /// `scan` over many texts in parallel.
-    pub fn scan_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<Vec<usize>> {
+    pub fn scan_many(
+        &self,
+        texts: &[&[u8]],
+        threads: Option<usize>,
+    ) -> Result<Vec<Vec<usize>>, Error> {
         crate::parallel::map_items(threads, texts, 8, |t| self.scan(t))
     }
 
     /// The database pass alone over many texts (no confirmation): the number of reports per
     /// text. What the linked engine costs by itself, for the benches.
-    pub fn database_pass_many(&self, texts: &[&[u8]], threads: Option<usize>) -> Vec<usize> {
+    pub fn database_pass_many(
+        &self,
+        texts: &[&[u8]],
+        threads: Option<usize>,
+    ) -> Result<Vec<usize>, Error> {
         crate::parallel::map_items(threads, texts, 8, |t| match &self.database {
             Some(database) => self.pattern_ends(database, t).map_or(0, |ends| ends.len()),
             None => 0,
         })
     }
 
-    /// `find` over files, memory-mapped, in parallel; an unreadable file gives its error text.
+    /// `find` over files, memory-mapped, in parallel; an unreadable file gives its I/O error.
     pub fn find_files<P: AsRef<Path> + Sync>(
         &self,
         paths: &[P],
         threads: Option<usize>,
-    ) -> Vec<Result<Vec<Finding>, String>> {
+    ) -> Result<Vec<std::io::Result<Vec<Finding>>>, Error> {
         crate::parallel::map_items(threads, paths, 1, |path| self.find_file(path.as_ref()))
     }
 
-    fn find_file(&self, path: &Path) -> Result<Vec<Finding>, String> {
-        let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        let len = file.metadata().map_err(|e| e.to_string())?.len();
+    fn find_file(&self, path: &Path) -> std::io::Result<Vec<Finding>> {
+        let mut file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
         if len == 0 {
             return Ok(Vec::new());
         }
@@ -730,14 +773,14 @@ impl Scanner {
             return READ_BUFFER.with(|buffer| {
                 let mut buffer = buffer.borrow_mut();
                 buffer.clear();
-                std::io::Read::read_to_end(&mut file, &mut buffer).map_err(|e| e.to_string())?;
+                std::io::Read::read_to_end(&mut file, &mut buffer)?;
                 Ok(self.find(&buffer))
             });
         }
         // SAFETY: the map is read-only and dropped before returning; a file truncated by
         // another process meanwhile can raise SIGBUS, the documented risk of scanning live
         // files through mmap (the same as ripgrep's).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        let map = unsafe { memmap2::Mmap::map(&file) }?;
         Ok(self.find(&map))
     }
 }
@@ -751,7 +794,7 @@ pub(crate) struct Compiled {
     /// database pattern id -> the flags it was compiled with
     pub flags: Vec<u32>,
     pub rejected: Vec<(usize, String)>,
-    pub error: Option<String>,
+    pub error: Option<hs::CompileFailure>,
 }
 
 /// Compile `(rule, pattern, flags)` entries, leaving out each expression the library rejects
@@ -797,7 +840,7 @@ fn compile_entries(mut entries: Vec<(usize, Vec<u8>, u32)>) -> Compiled {
                         signals: Vec::new(),
                         flags: Vec::new(),
                         rejected,
-                        error: Some(failure.message),
+                        error: Some(failure),
                     }
                 }
             },
@@ -986,11 +1029,18 @@ mod tests {
     fn batch_forms_match_single_calls() {
         let s = scanner();
         let texts: Vec<&[u8]> = vec![b"AKIAQWERTYUIOPASDFGH", b"nothing", b"token=abcd1234"];
-        let many = s.find_many(&texts, Some(2));
+        let many = s.find_many(&texts, Some(2)).expect("two threads");
         for (text, found) in texts.iter().zip(&many) {
             assert_eq!(&s.find(text), found);
         }
-        assert_eq!(s.scan_many(&texts, Some(1)), vec![vec![0], vec![], vec![3]]);
+        assert_eq!(
+            s.scan_many(&texts, Some(1)).expect("one thread"),
+            vec![vec![0], vec![], vec![3]]
+        );
+        for bad in [0, crate::parallel::MAX_THREADS + 1] {
+            let err = s.find_many(&texts, Some(bad)).expect_err("refused");
+            assert_eq!(err.kind(), crate::error::ErrorKind::InvalidInput, "{err}");
+        }
     }
 
     #[test]
@@ -1053,11 +1103,35 @@ mod tests {
             Scanner::from_json(r#"{"rules": [{"id": "broken", "regex": "(", "keywords": []}]}"#)
                 .err()
                 .expect("must fail");
-        assert!(err.contains("broken"), "{err}");
+        assert!(
+            matches!(&err, Error::RuleRegex { rule, .. } if rule == "broken"),
+            "{err}"
+        );
+        assert!(err.to_string().starts_with("rule broken: "), "{err}");
         let err =
             Scanner::from_json(r#"{"rules": [{"id": "nogroup", "regex": "abc", "keywords": []}]}"#)
                 .err()
                 .expect("must fail");
-        assert!(err.contains("secret group"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "rule nogroup: secret group 1 does not exist"
+        );
+        let err = Scanner::from_json(
+            r#"{"rules": [{"id": "k", "regex": "(a)", "keywords": ["é"]}], "allowlist": {}}"#,
+        )
+        .err()
+        .expect("must fail");
+        assert_eq!(err.to_string(), r#"rule k: keyword "é" is not ASCII"#);
+        let err = Scanner::from_json(r#"{"rules": [], "allowlist": {"regexes": ["("]}}"#)
+            .err()
+            .expect("must fail");
+        assert!(
+            err.to_string()
+                .starts_with(r#"global: allowlist regex "(": "#),
+            "{err}"
+        );
+        let err = Scanner::from_json("[").err().expect("must fail");
+        assert!(matches!(err, Error::RuleSetJson(_)), "{err}");
+        assert_eq!(err.kind(), crate::error::ErrorKind::InvalidInput);
     }
 }

@@ -206,27 +206,50 @@ mod simd {
         Sse2,
     }
 
-    pub(super) fn best_kernel() -> Kernel {
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt") {
-            Kernel::Avx2
-        } else if std::is_x86_feature_detected!("popcnt") {
-            Kernel::Sse2Popcnt
-        } else {
-            Kernel::Sse2
+    impl Kernel {
+        /// Whether this CPU has every feature the kernel is compiled for.
+        pub(super) fn is_supported(self) -> bool {
+            match self {
+                Self::Avx2 => {
+                    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt")
+                }
+                Self::Sse2Popcnt => std::is_x86_feature_detected!("popcnt"),
+                // SSE2 is part of the x86-64 baseline
+                Self::Sse2 => true,
+            }
         }
+    }
+
+    /// The fastest kernel this CPU supports (the features are detected once, then cached by
+    /// `std`).
+    pub(super) fn best_kernel() -> Kernel {
+        [Kernel::Avx2, Kernel::Sse2Popcnt]
+            .into_iter()
+            .find(|kernel| kernel.is_supported())
+            .unwrap_or(Kernel::Sse2)
     }
 
     /// `(raw score of bytes[..end], end)` with `end` a multiple of [`BLOCK`], START pair
     /// included; the caller walks the tail.
     pub(super) fn raw_score(bytes: &[u8]) -> (i64, usize) {
-        raw_score_with(bytes, best_kernel())
+        // SAFETY: `best_kernel` returns a kernel the CPU supports.
+        unsafe { raw_score_with(bytes, best_kernel()) }
     }
 
-    /// [`raw_score`] with a given kernel, which the CPU must support.
-    pub(super) fn raw_score_with(bytes: &[u8], kernel: Kernel) -> (i64, usize) {
+    /// [`raw_score`] with a given kernel.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support `kernel`'s features ([`Kernel::is_supported`]): its code uses
+    /// instructions other CPUs do not have.
+    pub(super) unsafe fn raw_score_with(bytes: &[u8], kernel: Kernel) -> (i64, usize) {
+        debug_assert!(
+            kernel.is_supported(),
+            "{kernel:?} on a CPU without its features"
+        );
         let end = bytes.len() / BLOCK * BLOCK;
         let blocks = &bytes[..end];
-        // SAFETY: `best_kernel` (or the test calling this) checked the CPU features.
+        // SAFETY: the caller guarantees the CPU has the kernel's features (see above).
         let counts = unsafe {
             match kernel {
                 Kernel::Avx2 => count_avx2(blocks),
@@ -243,10 +266,15 @@ mod simd {
 
     /// The `popcnt` instruction, as inline assembly: LLVM would otherwise turn a row of
     /// `count_ones` into vector shuffles, which are slower here.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must have POPCNT (`is_x86_feature_detected!("popcnt")`); only the kernels
+    /// compiled for it call this.
     #[inline(always)]
-    fn popcnt(x: u64) -> u64 {
+    unsafe fn popcnt(x: u64) -> u64 {
         let n: u64;
-        // SAFETY: only called from kernels compiled for (and dispatched on) CPUs with POPCNT.
+        // SAFETY: the caller guarantees POPCNT (see above); the instruction touches no memory.
         unsafe {
             std::arch::asm!("popcnt {n}, {x}", x = in(reg) x, n = lateout(reg) n,
                             options(pure, nomem, nostack));
@@ -265,6 +293,12 @@ mod simd {
     macro_rules! kernel {
         ($name:ident, $features:literal, $pop:ident, $vector:ty, $width:literal, $loadu:ident,
          $set1:ident, $add8:ident, $gt8:ident, $eq8:ident, $or:ident, $movemask:ident) => {
+            #[doc = concat!("The feature counts over `blocks`, compiled for `", $features, "`.")]
+            ///
+            /// # Safety
+            ///
+            /// The CPU must have every feature the kernel is compiled for (checked with
+            /// `is_x86_feature_detected!`, see [`Kernel::is_supported`]).
             #[target_feature(enable = $features)]
             unsafe fn $name(blocks: &[u8]) -> [u64; FEATURES] {
                 debug_assert!(blocks.len() % BLOCK == 0);
@@ -499,16 +533,17 @@ mod tests {
         assert_eq!(byte_class(0xF0), LEAD4);
     }
 
+    /// The kernels this CPU supports.
     #[cfg(target_arch = "x86_64")]
     fn kernels() -> Vec<simd::Kernel> {
-        let mut out = vec![simd::Kernel::Sse2];
-        if std::is_x86_feature_detected!("popcnt") {
-            out.push(simd::Kernel::Sse2Popcnt);
-        }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("popcnt") {
-            out.push(simd::Kernel::Avx2);
-        }
-        out
+        [
+            simd::Kernel::Sse2,
+            simd::Kernel::Sse2Popcnt,
+            simd::Kernel::Avx2,
+        ]
+        .into_iter()
+        .filter(|kernel| kernel.is_supported())
+        .collect()
     }
 
     #[test]
@@ -520,7 +555,8 @@ mod tests {
         for kernel in kernels() {
             for offset in 0..70 {
                 let slice = &bytes[offset..];
-                let (vector, end) = simd::raw_score_with(slice, kernel);
+                // SAFETY: `kernels` lists only kernels this CPU supports.
+                let (vector, end) = unsafe { simd::raw_score_with(slice, kernel) };
                 let tail = scalar(&slice[end..], BYTE_CLASS[usize::from(slice[end - 1])]);
                 assert_eq!(vector + tail, scalar_raw(slice), "{kernel:?} {offset}");
             }
@@ -612,7 +648,8 @@ mod tests {
             );
             #[cfg(target_arch = "x86_64")]
             for kernel in kernels() {
-                let rate = time(&|| simd::raw_score_with(bytes, kernel).0);
+                // SAFETY: `kernels` lists only kernels this CPU supports.
+                let rate = time(&|| unsafe { simd::raw_score_with(bytes, kernel) }.0);
                 println!("{name:6} {kernel:?} {rate:5.2} GB/s");
             }
         }

@@ -1,15 +1,43 @@
 //! pyo3 glue: exposes memframe-core as `memframe._native`. No logic lives here. Inputs are
 //! borrowed from the Python objects (str as its cached UTF-8, bytes as they are) and bulk calls
 //! release the GIL while the core works.
+//!
+//! Errors: the core's typed [`Error`]s become `ValueError` (bad input: a rule set, a `threads`
+//! count) or `RuntimeError` (the machine failed: worker threads could not start), with the
+//! core's message. Nothing here panics on input from Python.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use memframe_core::scan::{CacheOutcome, Finding, Scanner};
-use memframe_core::{checksum, hs, parallel, tokens};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use memframe_core::scan::{Finding, Scanner};
+use memframe_core::{checksum, hs, parallel, tokens, Error, ErrorKind};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+
+/// The Python exception for a core error.
+fn to_py(error: Error) -> PyErr {
+    match error.kind() {
+        ErrorKind::InvalidInput => PyValueError::new_err(error.to_string()),
+        ErrorKind::Engine => PyRuntimeError::new_err(error.to_string()),
+    }
+}
+
+/// A batch's `threads` argument: None (all cores) or an int in `1..=MAX_THREADS`. Any other
+/// int (0, negative, huge beyond any Rust integer) is a ValueError naming the range; a non-int
+/// stays the TypeError of int conversion. Checked before any work or GIL release.
+fn threads_arg(threads: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(value) = threads else {
+        return Ok(None);
+    };
+    match value.extract::<usize>() {
+        Ok(n) => parallel::check_threads(Some(n)).map(Some).map_err(to_py),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => {
+            Err(to_py(Error::invalid_threads(value.str()?)))
+        }
+        Err(e) => Err(e),
+    }
+}
 
 /// Borrow a str's UTF-8 or a bytes object's buffer.
 fn as_bytes<'a>(data: &'a Bound<'_, PyAny>) -> PyResult<&'a [u8]> {
@@ -51,11 +79,13 @@ fn xxh3_128(data: &Bound<'_, PyAny>) -> PyResult<u128> {
 fn batch<T: Send>(
     py: Python<'_>,
     items: Vec<Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
     f: impl Fn(&[u8]) -> T + Sync + Send,
 ) -> PyResult<Vec<T>> {
+    let threads = threads_arg(threads)?;
     let slices = all_bytes(&items)?;
-    Ok(py.detach(|| parallel::map_items(threads, &slices, 1, |s| f(s))))
+    py.detach(|| parallel::map_items(threads, &slices, 1, |s| f(s)))
+        .map_err(to_py)
 }
 
 /// `sha256` of every entry, in parallel with the GIL released.
@@ -64,7 +94,7 @@ fn batch<T: Send>(
 fn sha256_many(
     py: Python<'_>,
     items: Vec<Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<String>> {
     batch(py, items, threads, checksum::sha256_tagged)
 }
@@ -75,7 +105,7 @@ fn sha256_many(
 fn xxh3_64_many(
     py: Python<'_>,
     items: Vec<Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
     batch(py, items, threads, checksum::xxh3_64)
 }
@@ -86,7 +116,7 @@ fn xxh3_64_many(
 fn xxh3_128_many(
     py: Python<'_>,
     items: Vec<Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u128>> {
     batch(py, items, threads, checksum::xxh3_128)
 }
@@ -116,8 +146,9 @@ fn count_tokens(text: &Bound<'_, PyAny>) -> PyResult<u64> {
 fn count_tokens_many(
     py: Python<'_>,
     texts: Vec<Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Vec<u64>> {
+    let threads = threads_arg(threads)?;
     // Borrow each str's UTF-8; a str with lone surrogates is encoded with surrogatepass.
     let mut encoded: Vec<Bound<'_, PyAny>> = Vec::new();
     let mut owners: Vec<(Option<usize>, &Bound<'_, PyAny>)> = Vec::with_capacity(texts.len());
@@ -142,13 +173,14 @@ fn count_tokens_many(
             None => as_bytes(text),
         })
         .collect::<PyResult<Vec<&[u8]>>>()?;
-    Ok(py.detach(|| parallel::map_items(threads, &slices, 1, |s| tokens::count_tokens_bytes(s))))
+    py.detach(|| parallel::map_items(threads, &slices, 1, |s| tokens::count_tokens_bytes(s)))
+        .map_err(to_py)
 }
 
 /// Why the linked Hyperscan/Vectorscan cannot compile a rule regex, or None when it can.
 #[pyfunction]
 fn pattern_error(regex: &str) -> Option<String> {
-    memframe_core::scan::pattern_error(regex)
+    memframe_core::scan::pattern_error(regex).map(|failure| failure.message)
 }
 
 type FindingTuple = (usize, usize, usize, usize, usize, usize);
@@ -173,7 +205,7 @@ impl PyScanner {
         let json = rules_json.to_owned();
         let scanner = py
             .detach(move || Scanner::from_json_cached(&json, cache_dir.as_deref()))
-            .map_err(PyValueError::new_err)?;
+            .map_err(to_py)?;
         Ok(Self {
             inner: Arc::new(scanner),
         })
@@ -193,18 +225,17 @@ impl PyScanner {
     /// Why no database could be built at all, or None.
     #[getter]
     fn database_error(&self) -> Option<String> {
-        self.inner.report().database_error.clone()
+        self.inner
+            .report()
+            .database_error
+            .as_ref()
+            .map(|failure| failure.message.clone())
     }
 
     /// `"off"`, `"hit"`, `"stored"` or `"compiled: <why the cache was not used>"`.
     #[getter]
     fn cache(&self) -> String {
-        match &self.inner.report().cache {
-            CacheOutcome::Off => "off".to_owned(),
-            CacheOutcome::Hit => "hit".to_owned(),
-            CacheOutcome::Stored => "stored".to_owned(),
-            CacheOutcome::Compiled(why) => format!("compiled: {why}"),
-        }
+        self.inner.report().cache.describe()
     }
 
     /// Scans whose database pass failed (confirmed by the regexes alone instead).
@@ -232,17 +263,19 @@ impl PyScanner {
         &self,
         py: Python<'_>,
         texts: Vec<Bound<'_, PyAny>>,
-        threads: Option<usize>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<FindingTuple>>> {
+        let threads = threads_arg(threads)?;
         let slices = all_bytes(&texts)?;
         let scanner = &self.inner;
-        Ok(py.detach(|| {
-            scanner
-                .find_many(&slices, threads)
+        py.detach(|| {
+            let found = scanner.find_many(&slices, threads)?;
+            Ok(found
                 .iter()
                 .map(|found| found.iter().map(finding_tuple).collect())
-                .collect()
-        }))
+                .collect())
+        })
+        .map_err(to_py)
     }
 
     #[pyo3(signature = (texts, threads=None))]
@@ -250,11 +283,13 @@ impl PyScanner {
         &self,
         py: Python<'_>,
         texts: Vec<Bound<'_, PyAny>>,
-        threads: Option<usize>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<usize>>> {
+        let threads = threads_arg(threads)?;
         let slices = all_bytes(&texts)?;
         let scanner = &self.inner;
-        Ok(py.detach(|| scanner.scan_many(&slices, threads)))
+        py.detach(|| scanner.scan_many(&slices, threads))
+            .map_err(to_py)
     }
 
     /// The database pass alone (no confirmation): reports per text. For the benches.
@@ -263,11 +298,13 @@ impl PyScanner {
         &self,
         py: Python<'_>,
         texts: Vec<Bound<'_, PyAny>>,
-        threads: Option<usize>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<usize>> {
+        let threads = threads_arg(threads)?;
         let slices = all_bytes(&texts)?;
         let scanner = &self.inner;
-        Ok(py.detach(|| scanner.database_pass_many(&slices, threads)))
+        py.detach(|| scanner.database_pass_many(&slices, threads))
+            .map_err(to_py)
     }
 
     /// Per path: `(findings, None)` or `([], error message)`.
@@ -276,19 +313,21 @@ impl PyScanner {
         &self,
         py: Python<'_>,
         paths: Vec<PathBuf>,
-        threads: Option<usize>,
-    ) -> Vec<(Vec<FindingTuple>, Option<String>)> {
+        threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<(Vec<FindingTuple>, Option<String>)>> {
+        let threads = threads_arg(threads)?;
         let scanner = &self.inner;
         py.detach(|| {
-            scanner
-                .find_files(&paths, threads)
+            let results = scanner.find_files(&paths, threads)?;
+            Ok(results
                 .into_iter()
                 .map(|result| match result {
                     Ok(found) => (found.iter().map(finding_tuple).collect(), None),
-                    Err(error) => (Vec::new(), Some(error)),
+                    Err(error) => (Vec::new(), Some(error.to_string())),
                 })
-                .collect()
+                .collect())
         })
+        .map_err(to_py)
     }
 }
 
