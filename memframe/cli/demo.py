@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memframe.server.app import RunningServer
+    from memframe.server.serving import RunningServer
     from memframe.server.sqlite import SQLiteStorage
 
 DEFAULT_OUT = Path("memframe-demo")

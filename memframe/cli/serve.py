@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import secrets
-import signal
 import sys
-import threading
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from memframe.cli._common import print_json
@@ -35,6 +31,66 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-secret-scan", action="store_true", help="do not scan entries for secrets"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server processes sharing the port (1; each has its own connection pool)",
+    )
+    parser.add_argument(
+        "--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM)"
+    )
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    parser.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="trust X-Forwarded-For/-Proto from --forwarded-allow-ips (behind a reverse proxy)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        metavar="IPS",
+        help="comma-separated proxy addresses or networks trusted with --proxy-headers "
+        "(127.0.0.1; '*' trusts every peer)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds a request may take to send its headers, and again its body (30)",
+    )
+    parser.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="seconds an idle connection is kept open (5)",
+    )
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on SIGTERM, seconds the requests in flight get to finish (10)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=2048,
+        metavar="N",
+        help="open connections per process; more are answered 503 and closed (2048)",
+    )
+    parser.add_argument(
+        "--limit-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections or requests in flight per process before answering 503 (no limit)",
+    )
+    parser.add_argument(
+        "--backlog", type=int, default=2048, metavar="N", help="listen backlog (2048)"
     )
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     token = sub.add_parser("token", help="manage bearer tokens (stored hashed)")
@@ -88,7 +144,7 @@ def _token(args: argparse.Namespace, storage: Storage, repo_pattern: re.Pattern[
 
     if args.token_action == "add":
         for repo in args.repo:
-            if repo != "*" and not repo_pattern.match(repo):
+            if repo != "*" and not repo_pattern.fullmatch(repo):
                 raise CommandError(f"--repo must be owner/name or '*', got {repo!r}")
         value = "mft_" + secrets.token_urlsafe(32)
         info = storage.add_token(args.name, hash_token(value), tuple(args.repo))
@@ -114,36 +170,61 @@ def _token(args: argparse.Namespace, storage: Storage, repo_pattern: re.Pattern[
 
 
 def _serve(args: argparse.Namespace, storage: Storage) -> int:
-    from memframe.server.app import ServerOptions, TeamMemoryServer
+    from memframe.cli import CommandError
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    server_log = logging.getLogger("memframe.server")
-    server_log.addHandler(handler)
-    server_log.setLevel(logging.INFO)
+    try:
+        from memframe.server.app import ServerOptions
+        from memframe.server.serving import ServeConfig, ServedApp, log_to_stderr, serve
+    except ImportError as exc:
+        raise CommandError(str(exc)) from exc
+
+    if args.workers < 1:
+        raise CommandError("--workers must be at least 1")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CommandError("--tls-cert and --tls-key go together")
+    log_to_stderr()
     options = ServerOptions(
         organization_id=args.organization,
         max_entries=args.max_entries,
         max_body_bytes=args.max_body_bytes,
         scan_secrets=not args.no_secret_scan,
+        request_timeout=args.request_timeout,
     )
-    server = TeamMemoryServer((args.host, args.port), storage, options)
-    if options.scan_secrets:
-        server.scanner()  # compile the rules before the first request
-    stopping = threading.Event()
+    config = ServeConfig(
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        backlog=args.backlog,
+        keep_alive_timeout=args.keep_alive_timeout,
+        request_timeout=args.request_timeout,
+        graceful_timeout=args.graceful_timeout,
+        max_connections=args.max_connections,
+        limit_concurrency=args.limit_concurrency,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        proxy_headers=args.proxy_headers,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+    )
+    if args.workers > 1:
+        storage.close()  # the tables exist; each worker process opens a pool of its own
+    app = ServedApp(
+        args.db,
+        options,
+        drain_timeout=args.graceful_timeout,
+        storage=storage if args.workers == 1 else None,
+    )
 
-    def stop(signum: int, frame: FrameType | None) -> None:
-        if not stopping.is_set():
-            stopping.set()
-            # shutdown() waits for serve_forever to return: call it off the signal handler
-            threading.Thread(target=server.shutdown, daemon=True).start()
+    def announce(url: str) -> None:
+        workers = f", {args.workers} workers" if args.workers > 1 else ""
+        print(
+            f"memframe team server on {url} (database {args.db}{workers})",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"memframe team server on {server.url} (database {args.db})", file=sys.stderr, flush=True)
     try:
-        server.serve_forever(poll_interval=0.2)
-    finally:
-        server.server_close()  # waits for requests in flight
+        serve(app, config, announce=announce)
+    except OSError as exc:
+        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     print("memframe team server stopped", file=sys.stderr, flush=True)
     return 0

@@ -1,25 +1,34 @@
-"""The team memory server's HTTP side: the wire contract of SPEC §4.6 on the standard library's
-threading HTTP server (no framework: it starts in milliseconds and embeds in tests and the demo).
+"""The team memory server's HTTP side: the wire contract of SPEC §4.6 as an ASGI application
+(Starlette), served by uvicorn (:mod:`memframe.server.serving`).
 
-Every request is logged as one JSON line. Bad input gets a 4xx with a JSON error
-``{"error": {"message", "details": {"error_code", ...}}}`` and changes nothing.
+The event loop only parses, routes and answers; every storage call (and the JSON parsing,
+key checks and secret scan of a PUT) runs on a fixed set of worker threads, as many as the
+storage pool has connections, so a slow database never blocks the loop and an idle connection
+costs no thread. Every request is logged as one JSON line. Bad input gets a 4xx with a JSON
+error ``{"error": {"message", "details": {"error_code", ...}}}`` and changes nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import queue
 import re
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs
 
 import orjson
 
 from memframe.server.storage import (
+    RepoHead,
     StaleChecksumError,
     Storage,
     TokenInfo,
@@ -28,9 +37,19 @@ from memframe.server.storage import (
 )
 from memframe.team_keys import MAX_ENTRY_BYTES, UnsafeKeyError, check_key
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.types import Message, Receive, Scope, Send
+
+    from memframe.server.serving import RunningServer as RunningServer
+
 API_PATH = "/api/claude_code/team_memory"
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+SERVER_NAME = b"memframe-team-server"
 log = logging.getLogger("memframe.server")
+T = TypeVar("T")
+
+NEEDS_EXTRA = "the team server needs the server extra: pip install 'memframe[server]'"
 
 
 @dataclass
@@ -40,6 +59,8 @@ class ServerOptions:
     max_body_bytes: int = 1_048_576
     max_entry_bytes: int = MAX_ENTRY_BYTES
     scan_secrets: bool = True
+    # a request body must arrive, and a response be taken, within this many seconds
+    request_timeout: float = 30.0
 
 
 class ApiError(Exception):
@@ -68,187 +89,440 @@ def _unquote_etag(value: str | None) -> str | None:
     return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
 
 
-class TeamMemoryServer(ThreadingHTTPServer):
-    daemon_threads = False  # graceful shutdown waits for requests in flight
-    block_on_close = True
+# -- worker threads -----------------------------------------------------------------------------
 
-    def __init__(self, address: tuple[str, int], storage: Storage, options: ServerOptions) -> None:
+
+class WorkerThreads:
+    """``size`` daemon threads that run the blocking calls of the requests (storage, scanning).
+
+    A fixed set, started once: the server's thread count does not grow with its connections.
+    ``drain(timeout)`` waits for the calls queued or running; daemon threads never hold up the
+    process's exit past the bounded drain (a call cut short was never acknowledged)."""
+
+    def __init__(self, size: int, name: str = "memframe-server") -> None:
+        self.size = max(1, size)
+        self._name = name
+        self._jobs: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._cond = threading.Condition()
+        self._pending = 0  # queued or running
+
+    def start(self) -> None:
+        if self._threads:
+            return
+        for n in range(self.size):
+            thread = threading.Thread(target=self._work, name=f"{self._name}-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._cond:
+            self._pending += 1
+        self._jobs.put((loop, future, fn, args))
+        return await future
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            loop, future, fn, args = job
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                if not future.cancelled():  # its request was given up before it started
+                    result = fn(*args)
+            except BaseException as exc:
+                error = exc
+            finally:
+                with self._cond:
+                    self._pending -= 1
+                    self._cond.notify_all()
+            # a closed loop (RuntimeError): nobody waits for this answer any more
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, future, result, error)
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until nothing is queued or running (at most ``timeout`` s); whether it is so."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.drain(timeout)
+        threads, self._threads = self._threads, []
+        for _ in threads:
+            self._jobs.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+# -- the content cache ---------------------------------------------------------------------------
+
+
+class ContentCache:
+    """The serialised ``content`` of GET answers by ``(repo, checksum, hashes only)``, least
+    recently used out first, at most ``max_bytes`` in all. The checksum covers every key and
+    entry checksum (sha256), so a hit is exactly that content whichever replica wrote it: the
+    repo row alone (one indexed read) then answers a full GET."""
+
+    def __init__(self, max_bytes: int = 32 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, str, bool], bytes] = OrderedDict()
+        self._size = 0
+
+    def get(self, key: tuple[str, str, bool]) -> bytes | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: tuple[str, str, bool], value: bytes) -> None:
+        if len(value) > self.max_bytes // 8:
+            return  # a huge repo would push out everything else
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._size += len(value) - (len(old) if old is not None else 0)
+            self._items[key] = value
+            while self._size > self.max_bytes:
+                _, evicted = self._items.popitem(last=False)
+                self._size -= len(evicted)
+
+
+# -- one request ------------------------------------------------------------------------------
+
+
+class _Exchange:
+    """One request and its answer, with what the log line needs."""
+
+    __slots__ = (
+        "closing",
+        "headers",
+        "method",
+        "path",
+        "receive",
+        "repo",
+        "scope",
+        "send",
+        "started",
+        "status",
+        "token",
+    )
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.method: str = scope["method"]
+        self.path: str = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        self.headers: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            self.headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+        self.started = time.perf_counter()
+        self.status = 500
+        self.token: TokenInfo | None = None
+        self.repo: str | None = None
+        self.closing = False  # answer with Connection: close
+
+    async def respond(
+        self, status: int, payload: bytes | None, extra: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        headers = [(b"server", SERVER_NAME)]
+        if payload is not None:
+            headers.append((b"content-type", b"application/json"))
+        headers.append((b"content-length", str(len(payload or b"")).encode()))
+        if extra:
+            headers.extend(extra)
+        if self.closing:
+            headers.append((b"connection", b"close"))
+        self.status = status
+        await self.send({"type": "http.response.start", "status": status, "headers": headers})
+        body = payload if payload is not None and self.method != "HEAD" else b""
+        await self.send({"type": "http.response.body", "body": body})
+
+    def log_line(self) -> str:
+        client = self.scope.get("client")
+        return orjson.dumps(
+            {
+                "ts": _iso(time.time()),
+                "method": self.method,
+                "path": self.path.split("?", 1)[0],
+                "repo": self.repo,
+                "token": self.token.name if self.token else None,
+                "status": self.status,
+                "ms": round((time.perf_counter() - self.started) * 1000, 2),
+                "client": client[0] if client else None,
+            }
+        ).decode()
+
+
+class _Endpoint:
+    """A Starlette endpoint (an ASGI callable: every method reaches it) around one handler."""
+
+    def __init__(self, app: TeamMemoryApp, handler: Callable[[_Exchange], Awaitable[None]]) -> None:
+        self._app = app
+        self._handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app.handle(_Exchange(scope, receive, send), self._handler)
+
+
+# -- the application ----------------------------------------------------------------------------
+
+
+class TeamMemoryApp:
+    """The team memory API on ``storage`` as a Starlette application (``.asgi``).
+
+    Its lifespan starts the worker threads (and, with ``preload_scanner``, compiles the secret
+    rules); at shutdown it waits (at most ``drain_timeout`` s) for the storage calls in flight,
+    stops the threads and, with ``owns_storage``, closes the storage and so every connection."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        options: ServerOptions | None = None,
+        *,
+        owns_storage: bool = False,
+        preload_scanner: bool = False,
+        drain_timeout: float = 10.0,
+        threads: int | None = None,
+    ) -> None:
+        try:
+            from starlette.applications import Starlette
+            from starlette.routing import Route
+        except ImportError as exc:  # pragma: no cover - the extra is part of the dev set-up
+            raise ImportError(NEEDS_EXTRA) from exc
         self.storage = storage
-        self.options = options
+        self.options = options or ServerOptions()
+        self.owns_storage = owns_storage
+        self.preload_scanner = preload_scanner
+        self.drain_timeout = drain_timeout
+        size = threads or int(getattr(storage, "max_connections", 8) or 8)
+        self.workers = WorkerThreads(size)
         self._scanner: Any = None
-        super().__init__(address, _Handler)
+        self._scanner_lock = threading.Lock()
+        self.cache = ContentCache()
+        # an engine whose lookup is a quick local read (SQLite) is asked on the event loop
+        self.inline_lookup = bool(getattr(storage, "inline_lookup", False))
+        self.asgi: Starlette = Starlette(
+            routes=[
+                Route(API_PATH, _Endpoint(self, self._api)),
+                Route("/openapi.json", _Endpoint(self, self._openapi)),
+                Route("/healthz", _Endpoint(self, self._health)),
+                # everything else: a JSON 404 (and never a redirect to a trailing slash)
+                Route("/{path:path}", _Endpoint(self, self._not_found)),
+            ],
+            lifespan=self._lifespan,
+        )
 
     def scanner(self) -> Any:
-        if self._scanner is None:
-            from memframe.scanner import default_scanner
+        with self._scanner_lock:
+            if self._scanner is None:
+                from memframe.scanner import default_scanner
 
-            self._scanner = default_scanner()
-        return self._scanner
+                self._scanner = default_scanner()
+            return self._scanner
 
-    @property
-    def url(self) -> str:
-        host, port = self.server_address[:2]
-        name = host.decode() if isinstance(host, bytes) else host
-        return f"http://{name}:{port}"
+    @asynccontextmanager
+    async def _lifespan(self, app: object) -> AsyncIterator[None]:
+        self.workers.start()
+        if self.preload_scanner and self.options.scan_secrets:
+            await self.workers.run(self.scanner)  # compile the rules before the first request
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(self.close)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: TeamMemoryServer
-    protocol_version = "HTTP/1.1"
-    server_version = "memframe-team-server"
-    # headers and body go out in two writes: without TCP_NODELAY, Nagle + delayed ACK stall
-    # every keep-alive response by ~40 ms
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:  # one JSON line per request instead
-        return
+    def close(self) -> None:
+        """Wait (bounded) for the storage calls in flight, stop the threads, close the storage
+        when this app owns it. Idempotent."""
+        self.workers.stop(self.drain_timeout)
+        if self.owns_storage:
+            self.storage.close()
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
-        payload = b"" if body is None else orjson.dumps(body)
-        self.send_response(status)
-        if body is not None:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        if payload and self.command != "HEAD":
-            self.wfile.write(payload)
-        self._status = status
-
-    def _handle(self) -> None:
-        started = time.perf_counter()
-        self._status = 500
-        self._body_read = False  # one handler serves every request of a keep-alive connection
-        self._token: TokenInfo | None = None
-        self._repo: str | None = None
+    async def handle(self, ex: _Exchange, handler: Callable[[_Exchange], Awaitable[None]]) -> None:
         try:
-            self._route()
+            await handler(ex)
         except ApiError as exc:
-            self._drain()
-            allow = {"Allow": str(exc.details["allow"])} if "allow" in exc.details else None
-            self._send(exc.status, exc.body(), allow)
+            allow = (
+                [(b"allow", str(exc.details["allow"]).encode())] if "allow" in exc.details else []
+            )
+            await ex.respond(exc.status, orjson.dumps(exc.body()), allow)
         except Exception as exc:  # never a stack trace to the client
             log.exception("unhandled error")
-            self._send(
-                500, ApiError(500, "internal_error", f"internal error: {type(exc).__name__}").body()
-            )
+            ex.closing = True
+            error = ApiError(500, "internal_error", f"internal error: {type(exc).__name__}")
+            await ex.respond(500, orjson.dumps(error.body()))
         finally:
-            log.info(
-                orjson.dumps(
-                    {
-                        "ts": _iso(time.time()),
-                        "method": self.command,
-                        "path": urlsplit(self.path).path,
-                        "repo": self._repo,
-                        "token": self._token.name if self._token else None,
-                        "status": self._status,
-                        "ms": round((time.perf_counter() - started) * 1000, 2),
-                    }
-                ).decode()
-            )
+            if log.isEnabledFor(logging.INFO):
+                log.info(ex.log_line())
 
-    def _drain(self) -> None:
-        """Read an unread request body (bounded) so the connection stays usable."""
-        length = self.headers.get("Content-Length")
-        if getattr(self, "_body_read", False) or not length or not length.isdigit():
-            return
-        remaining = int(length)
-        if remaining > self.server.options.max_body_bytes * 4:
-            self.close_connection = True
-            return
-        while remaining > 0:
-            chunk = self.rfile.read(min(remaining, 65_536))
-            if not chunk:
-                break
-            remaining -= len(chunk)
+    def _refuse_unread_body(self, ex: _Exchange) -> None:
+        """An answer given before the body was read: close the connection rather than read a
+        large or unbounded body only to throw it away."""
+        length = ex.headers.get("content-length", "")
+        if ex.headers.get("transfer-encoding") or (
+            length.isdigit() and int(length) > self.options.max_body_bytes
+        ):
+            ex.closing = True
 
-    def __getattr__(self, name: str) -> Any:
-        # every method (GET, PUT, but also TRACE, QUERY…) is routed: unknown ones get a JSON 405
-        # instead of the standard library's HTML 501
-        if name.startswith("do_"):
-            return self._handle
-        raise AttributeError(name)
+    async def _not_found(self, ex: _Exchange) -> None:
+        self._refuse_unread_body(ex)
+        raise ApiError(404, "not_found", f"no such endpoint: {ex.path.split('?', 1)[0]}")
 
-    def _route(self) -> None:
-        parts = urlsplit(self.path)
-        if parts.path == "/openapi.json" and self.command == "GET":
-            from memframe.server.openapi import OPENAPI
+    async def _openapi(self, ex: _Exchange) -> None:
+        if ex.method != "GET":
+            await self._not_found(ex)
+        from memframe.server.openapi import OPENAPI
 
-            self._send(200, OPENAPI)
-            return
-        if parts.path == "/healthz" and self.command == "GET":
-            self._send(200, {"status": "ok"})
-            return
-        if parts.path != API_PATH:
-            raise ApiError(404, "not_found", f"no such endpoint: {parts.path}")
-        if self.command not in ("GET", "PUT"):
+        await ex.respond(200, orjson.dumps(OPENAPI))
+
+    async def _health(self, ex: _Exchange) -> None:
+        if ex.method != "GET":
+            await self._not_found(ex)
+        await ex.respond(200, b'{"status":"ok"}')
+
+    async def _api(self, ex: _Exchange) -> None:
+        target = ex.path.split("?", 1)[0]
+        if target != API_PATH:  # the raw path: a percent-encoded look-alike is not this path
+            await self._not_found(ex)
+        self._refuse_unread_body(ex)  # cleared below once a PUT's body is accepted
+        if ex.method not in ("GET", "PUT"):
             raise ApiError(
-                405, "method_not_allowed", f"{self.command} is not allowed here", allow="GET, PUT"
+                405, "method_not_allowed", f"{ex.method} is not allowed here", allow="GET, PUT"
             )
-        query = parse_qs(parts.query, keep_blank_values=True)
+        raw_query = ex.scope.get("query_string", b"").decode("latin-1")
+        query = parse_qs(raw_query, keep_blank_values=True)
         unknown = sorted(set(query) - {"repo", "view"})
-        if unknown or (parts.query and not query):
+        if unknown or (raw_query and not query):
             raise ApiError(400, "bad_query", f"unknown query parameter(s): {unknown}")
         repos = query.get("repo", [])
-        if len(repos) != 1 or not REPO.match(repos[0]):
+        if len(repos) != 1 or not REPO.fullmatch(repos[0]):
             raise ApiError(400, "bad_repo", "give exactly one repo=<owner>/<name>")
-        self._repo = repos[0]
-        self._authorise(self._repo)
-        if self.command == "GET":
+        ex.repo = repos[0]
+        token_hash = self._token_hash(ex)
+        if ex.method == "GET":
             views = query.get("view", [])
-            if views not in ([], ["hashes"]):
-                raise ApiError(400, "bad_view", "view must be 'hashes' when given")
-            self._get(self._repo, hashes_only=views == ["hashes"])
+            wanted = _unquote_etag(ex.headers.get("if-none-match"))
+            if self.inline_lookup:
+                answer = self._get_head(ex, token_hash, views, wanted)
+                if answer is None:
+                    answer = await self.workers.run(self._get_body, ex, views, wanted)
+            else:
+                answer = await self.workers.run(self._get, ex, token_hash, views, wanted)
+            status, payload, checksum = answer
+            await ex.respond(status, payload, [(b"etag", f'"{checksum}"'.encode())])
         else:
-            self._put(self._repo)
+            if self.inline_lookup:
+                self._authorise(ex, token_hash)
+            else:
+                await self.workers.run(self._authorise, ex, token_hash)
+            body = await self._read_body(ex)
+            payload, checksum = await self.workers.run(
+                self._put, ex, body, _unquote_etag(ex.headers.get("if-match"))
+            )
+            await ex.respond(200, payload, [(b"etag", f'"{checksum}"'.encode())])
 
-    def _authorise(self, repo: str) -> None:
-        header = self.headers.get("Authorization", "")
+    # -- auth (worker threads from here on) ---------------------------------------------------
+
+    @staticmethod
+    def _token_hash(ex: _Exchange) -> str:
+        header = ex.headers.get("authorization", "")
         if not header.startswith("Bearer ") or not header[7:].strip():
             raise ApiError(401, "unauthorized", "a bearer token is required")
-        token = self.server.storage.token(hash_token(header[7:].strip()))
+        return hash_token(header[7:].strip())
+
+    def _authorise(self, ex: _Exchange, token_hash: str) -> RepoHead | None:
+        token, head = self.storage.lookup(token_hash, ex.repo or "")
         if token is None or token.revoked:
             raise ApiError(401, "unauthorized", "unknown or revoked token")
-        self._token = token
-        if not token.allows(repo):
-            raise ApiError(403, "forbidden", f"this token may not use the repo {repo}")
+        ex.token = token
+        if not token.allows(ex.repo or ""):
+            raise ApiError(403, "forbidden", f"this token may not use the repo {ex.repo}")
+        return head
 
     # -- GET -----------------------------------------------------------------------------------
 
-    def _get(self, repo: str, *, hashes_only: bool) -> None:
-        snapshot = self.server.storage.get(repo, with_entries=not hashes_only)
+    def _get(
+        self, ex: _Exchange, token_hash: str, views: list[str], wanted: str | None
+    ) -> tuple[int, bytes | None, str]:
+        return self._get_head(ex, token_hash, views, wanted) or self._get_body(ex, views, wanted)
+
+    def _get_head(
+        self, ex: _Exchange, token_hash: str, views: list[str], wanted: str | None
+    ) -> tuple[int, bytes | None, str] | None:
+        """The answer from the token and the repo row alone (a 304, or a cached content), or
+        ``None`` when the entries must be read."""
+        head = self._authorise(ex, token_hash)
+        if views not in ([], ["hashes"]):
+            raise ApiError(400, "bad_view", "view must be 'hashes' when given")
+        repo = ex.repo or ""
+        if head is None:
+            raise ApiError(404, "not_found", f"nothing is stored for {repo}")
+        if wanted is not None and wanted == head.checksum:
+            return 304, None, head.checksum
+        content = self.cache.get((repo, head.checksum, views == ["hashes"]))
+        if content is None:
+            return None
+        return 200, self._repo_payload(repo, head, content), head.checksum
+
+    def _get_body(
+        self, ex: _Exchange, views: list[str], wanted: str | None
+    ) -> tuple[int, bytes | None, str]:
+        repo = ex.repo or ""
+        hashes_only = views == ["hashes"]
+        snapshot = self.storage.get(repo, with_entries=not hashes_only)
         if snapshot is None:
             raise ApiError(404, "not_found", f"nothing is stored for {repo}")
-        etag = f'"{snapshot.checksum}"'
-        wanted = _unquote_etag(self.headers.get("If-None-Match"))
         if wanted is not None and wanted == snapshot.checksum:
-            self._send(304, None, {"ETag": etag})
-            return
-        content: dict[str, Any] = {"entryChecksums": snapshot.entry_checksums}
+            return 304, None, snapshot.checksum
+        body: dict[str, Any] = {"entryChecksums": snapshot.entry_checksums}
         if not hashes_only:
-            content = {"entries": snapshot.entries, **content}
-        self._send(
-            200,
+            body = {"entries": snapshot.entries, **body}
+        content = orjson.dumps(body)
+        self.cache.put((repo, snapshot.checksum, hashes_only), content)
+        head = RepoHead(snapshot.version, snapshot.last_modified, snapshot.checksum)
+        return 200, self._repo_payload(repo, head, content), snapshot.checksum
+
+    def _repo_payload(self, repo: str, head: RepoHead, content: bytes) -> bytes:
+        fields = orjson.dumps(
             {
-                "organizationId": self.server.options.organization_id,
+                "organizationId": self.options.organization_id,
                 "repo": repo,
-                "version": snapshot.version,
-                "lastModified": _iso(snapshot.last_modified),
-                "checksum": snapshot.checksum,
-                "content": content,
-            },
-            {"ETag": etag},
+                "version": head.version,
+                "lastModified": _iso(head.last_modified),
+                "checksum": head.checksum,
+            }
         )
+        return fields[:-1] + b',"content":' + content + b"}"
 
     # -- PUT -----------------------------------------------------------------------------------
 
-    def _read_body(self) -> bytes:
-        options = self.server.options
-        length = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding"):
+    async def _read_body(self, ex: _Exchange) -> bytes:
+        options = self.options
+        length = ex.headers.get("content-length")
+        if ex.headers.get("transfer-encoding"):
             raise ApiError(411, "length_required", "send the body with a Content-Length")
         if length is None or not length.isdigit():
             raise ApiError(411, "length_required", "a Content-Length header is required")
@@ -260,15 +534,36 @@ class _Handler(BaseHTTPRequestHandler):
                 f"the body is {size:,} bytes; the limit is {options.max_body_bytes:,}",
                 max_body_bytes=options.max_body_bytes,
             )
-        body = self.rfile.read(size)
-        self._body_read = True
-        if len(body) != size:
+        ex.closing = False
+        chunks: list[bytes] = []
+        received = 0
+        try:
+            async with asyncio.timeout(options.request_timeout):
+                while True:
+                    message: Message = await ex.receive()
+                    if message["type"] != "http.request":
+                        break  # the client went away
+                    chunk = message.get("body", b"")
+                    if chunk:
+                        chunks.append(chunk)
+                        received += len(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            ex.closing = True
+            raise ApiError(
+                408,
+                "request_timeout",
+                f"the body did not arrive within {options.request_timeout:g} s",
+            ) from None
+        if received != size:
+            ex.closing = True
             raise ApiError(400, "incomplete_body", "the body ended before Content-Length")
-        return body
+        return b"".join(chunks)
 
-    def _put(self, repo: str) -> None:
-        options = self.server.options
-        body = self._read_body()
+    def _put(self, ex: _Exchange, body: bytes, if_match: str | None) -> tuple[bytes, str]:
+        options = self.options
+        repo = ex.repo or ""
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -295,14 +590,12 @@ class _Handler(BaseHTTPRequestHandler):
             entries[key] = text
         if options.scan_secrets:
             self._refuse_secrets(entries)
-        if_match = _unquote_etag(self.headers.get("If-Match"))
         if if_match == "*":  # any current version: only "the repo must exist"
-            existing = self.server.storage.get(repo, with_entries=False)
-            if existing is None:
+            if self.storage.checksum(repo) is None:
                 raise ApiError(412, "precondition_failed", "If-Match: * and nothing is stored")
             if_match = None
         try:
-            result = self.server.storage.put(
+            result = self.storage.put(
                 repo, entries, if_match=if_match, max_entries=options.max_entries
             )
         except StaleChecksumError as exc:
@@ -320,16 +613,16 @@ class _Handler(BaseHTTPRequestHandler):
                 max_entries=exc.max_entries,
                 received_entries=exc.received,
             ) from exc
-        self._send(
-            200,
-            {"checksum": result.checksum, "lastModified": _iso(result.last_modified)},
-            {"ETag": f'"{result.checksum}"'},
+        # put() returned: the transaction holding this write committed; only now is it answered
+        payload = orjson.dumps(
+            {"checksum": result.checksum, "lastModified": _iso(result.last_modified)}
         )
+        return payload, result.checksum
 
     def _refuse_secrets(self, entries: dict[str, str]) -> None:
         from memframe.scanning.gate import gate_findings
 
-        scanner = self.server.scanner()
+        scanner = self.scanner()
         findings = []
         for key, text in entries.items():
             matches = gate_findings(scanner, key, text)  # the key, the text, what it decodes to
@@ -352,33 +645,23 @@ class _Handler(BaseHTTPRequestHandler):
             )
 
 
-class RunningServer:
-    """A server on a background thread (tests, the demo): ``url``, then ``stop()``."""
-
-    def __init__(self, server: TeamMemoryServer) -> None:
-        self.server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
 def start_server(
     storage: Storage, host: str = "127.0.0.1", port: int = 0, **options: Any
 ) -> RunningServer:
-    return RunningServer(TeamMemoryServer((host, port), storage, ServerOptions(**options)))
+    """The server on a background thread (tests, the demo) on ``storage``, which the caller
+    keeps and closes: ``url``, then ``stop()`` (or a ``with`` block). ``options`` are
+    :class:`ServerOptions` fields."""
+    from memframe.server.serving import RunningServer, ServeConfig
+
+    app = TeamMemoryApp(storage, ServerOptions(**options))
+    return RunningServer(app, ServeConfig(host=host, port=port))
+
+
+def __getattr__(name: str) -> Any:
+    """``RunningServer`` lives with uvicorn in :mod:`memframe.server.serving` (imported on first
+    use: ``memframe serve token …`` needs neither); still importable from here."""
+    if name == "RunningServer":
+        from memframe.server.serving import RunningServer
+
+        return RunningServer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,25 +8,28 @@ Entry texts are stored as UTF-8 ``BYTEA``: a PostgreSQL ``TEXT`` cannot hold NUL
 (``"\\u0000"``) and SQLite can. Keys and repo names are ``TEXT COLLATE "C"`` so they sort by code
 point, as in SQLite and Python.
 
-Requires the ``server`` extra (``psycopg[binary]``).
+Connections come from one ``psycopg_pool`` pool per storage object (per server process).
+
+Requires the ``server`` extra (``psycopg[binary]``, ``psycopg-pool``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
-from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from memframe.server.storage import (
     PutResult,
+    RepoHead,
     RepoSnapshot,
     StaleChecksumError,
     TokenInfo,
@@ -68,6 +71,9 @@ MAX_BIGINT = 2**63 - 1
 EMPTY_CHECKSUM = repo_checksum({})
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+
+if TYPE_CHECKING:  # psycopg_pool is imported when a pool opens: memframe scan needs only psycopg
+    from psycopg_pool import ConnectionPool
 
 
 class PostgresUnavailableError(ConnectionError):
@@ -155,81 +161,78 @@ def scrub(message: str, target: Target) -> str:
     return _scrub(message, target.secrets)
 
 
-# -- a small thread-safe pool ---------------------------------------------------------------------
+# -- the pool: psycopg_pool, one per storage object ----------------------------------------------
 
 
 class _Pool:
-    """At most ``max_size`` connections in use at once; idle ones are reused (newest first) and
-    checked with a round trip when they have been idle a while (the server may have restarted).
-    ``close()`` closes the idle connections; those in use are closed when they come back."""
+    """A ``psycopg_pool.ConnectionPool`` of at most ``max_size`` autocommit connections (one per
+    process and storage object; its connections are checked with a round trip when they have
+    been idle a while, since the server may have restarted). ``close()`` closes every connection
+    (those in use when they come back); later use opens a new pool, so the storage stays usable
+    after ``close()`` as SQLite's does."""
 
     CHECK_AFTER_IDLE = 5.0
 
     def __init__(self, target: Target, *, max_size: int, timeout: float) -> None:
         self._target = target
         self._timeout = timeout
-        self._max_size = max_size
-        self._slots = threading.BoundedSemaphore(max_size)
+        self.max_size = max_size
         self._lock = threading.Lock()
-        self._idle: list[tuple[Connection, float]] = []  # and since when
-        self._generation = 0  # bumped by close(): connections from before it are not reused
+        self._pool: ConnectionPool[Connection] | None = None
+        self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
 
-    def _connect(self) -> Connection:
-        return connect(self._target, autocommit=True)
+    def _check(self, conn: Connection) -> None:
+        if time.monotonic() - self._returned.get(conn, 0.0) > self.CHECK_AFTER_IDLE:
+            conn.execute("SELECT 1")
 
-    def _take_idle(self) -> Connection | None:
-        while True:
-            with self._lock:
-                if not self._idle:
-                    return None
-                conn, since = self._idle.pop()
-            if conn.closed or conn.broken:
-                continue
-            if time.monotonic() - since > self.CHECK_AFTER_IDLE:
-                try:
-                    conn.execute("SELECT 1")
-                except psycopg.Error:
-                    conn.close()
-                    continue
-            return conn
+    def _reset(self, conn: Connection) -> None:
+        self._returned[conn] = time.monotonic()
 
-    def _give_back(self, conn: Connection, generation: int) -> None:
-        reusable = (
-            not conn.closed
-            and not conn.broken
-            and conn.info.transaction_status == TransactionStatus.IDLE
-        )
-        if reusable:
-            with self._lock:
-                if generation == self._generation:
-                    self._idle.append((conn, time.monotonic()))
-                    return
-        conn.close()
+    def _open(self) -> ConnectionPool[Connection]:
+        from psycopg_pool import ConnectionPool
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self._target.conninfo,
+                    kwargs={"autocommit": True},
+                    min_size=1,
+                    max_size=self.max_size,
+                    open=True,
+                    check=self._check,
+                    reset=self._reset,
+                    name="memframe-server",
+                    timeout=self._timeout,
+                    # a lost server is retried by the pool in the background meanwhile
+                    reconnect_timeout=max(self._timeout, 60.0),
+                )
+            return self._pool
 
     @contextmanager
     def connection(self) -> Iterator[Connection]:
-        if not self._slots.acquire(timeout=self._timeout):
-            raise PostgresUnavailableError(
-                f"all {self._max_size} connections to PostgreSQL at {self._target.where} "
-                f"stayed busy for {self._timeout:g} s"
-            )
-        try:
-            with self._lock:
-                generation = self._generation
-            conn = self._take_idle() or self._connect()
-            try:
-                yield conn
-            finally:
-                self._give_back(conn, generation)
-        finally:
-            self._slots.release()
+        from psycopg_pool import PoolTimeout
 
-    def close(self) -> None:
+        pool = self._open()
+        try:
+            with pool.connection() as conn:
+                yield conn
+        except PoolTimeout:
+            raise PostgresUnavailableError(
+                f"no connection to PostgreSQL at {self._target.where} within {self._timeout:g} s "
+                f"(all {self.max_size} busy, or the server cannot be reached)"
+            ) from None
+
+    @property
+    def open_connections(self) -> int:
         with self._lock:
-            self._generation += 1
-            idle, self._idle = self._idle, []
-        for conn, _ in idle:
-            conn.close()
+            pool = self._pool
+        return 0 if pool is None else int(pool.get_stats().get("pool_size", 0))
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(timeout=timeout)
 
 
 # -- the engine ---------------------------------------------------------------------------------
@@ -249,20 +252,26 @@ class PostgresStorage:
         target = parse_target(url, application_name="memframe-server", timeout=timeout)
         self.url = target.shown
         self.where = target.where
+        self.max_connections = max_connections
+        # one direct connection first: an unreachable server or a refused login is reported
+        # with libpq's own reason (a pool would only time out)
+        with connect(target, autocommit=True) as conn:
+            try:
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                    for statement in SCHEMA:
+                        conn.execute(statement)
+            except psycopg.Error as exc:  # connected, but e.g. no right to create tables
+                raise PostgresUnavailableError(
+                    f"cannot create the tables in PostgreSQL at {self.where}: "
+                    f"{scrub(str(exc), target)}"
+                ) from None
         self._pool = _Pool(target, max_size=max_connections, timeout=timeout)
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                for statement in SCHEMA:
-                    conn.execute(statement)
-        except psycopg.Error as exc:  # connected, but e.g. no right to create tables
-            self._pool.close()
-            raise PostgresUnavailableError(
-                f"cannot create the tables in PostgreSQL at {self.where}: {scrub(str(exc), target)}"
-            ) from None
-        except BaseException:
-            self._pool.close()
-            raise
+
+    @property
+    def open_connections(self) -> int:
+        """Connections the pool holds right now (idle or in use)."""
+        return self._pool.open_connections
 
     # -- entries -------------------------------------------------------------------------------
 
@@ -289,6 +298,30 @@ class PostgresStorage:
             if with_entries:
                 snapshot.entries[key] = bytes(body).decode("utf-8")
         return snapshot
+
+    def checksum(self, repo: str) -> str | None:
+        if "\x00" in repo:
+            return None
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT checksum FROM repos WHERE repo = %s AND version > 0", (repo,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def lookup(self, token_hash: str, repo: str) -> tuple[TokenInfo | None, RepoHead | None]:
+        if "\x00" in token_hash or "\x00" in repo:
+            return None, None
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT t.id, t.name, t.repos, t.created, t.revoked, r.version, r.last_modified, "
+                "r.checksum FROM (SELECT 1) AS one LEFT JOIN tokens t ON t.hash = %s "
+                "LEFT JOIN repos r ON r.repo = %s AND r.version > 0",
+                (token_hash, repo),
+            ).fetchone()
+        assert row is not None
+        token = None if row[0] is None else self._token(row[:5])
+        head = None if row[5] is None else RepoHead(int(row[5]), float(row[6]), str(row[7]))
+        return token, head
 
     def put(
         self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int

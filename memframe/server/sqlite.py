@@ -1,11 +1,25 @@
 """SQLite storage: embedded, zero setup. WAL with ``synchronous=FULL``: a write acknowledged to a
-client survives the server being killed."""
+client survives the server being killed.
+
+Connections come from one bounded pool per storage object (at most ``max_connections`` open at
+once, reused newest first, every one closed by :meth:`SQLiteStorage.close`); no thread keeps a
+connection of its own. Writes are **group-committed**: concurrent ``put`` calls queue up, the
+first caller to find no commit in progress runs every queued put in one transaction (each in a
+savepoint of its own, so a refused put changes nothing and does not disturb the others) and
+commits once, then hands each caller its own outcome. A put returns only after the transaction
+holding it committed: nothing is acknowledged that was not stored.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -13,6 +27,7 @@ import orjson
 from memframe._fs import ensure_private_dir
 from memframe.server.storage import (
     PutResult,
+    RepoHead,
     RepoSnapshot,
     StaleChecksumError,
     TokenInfo,
@@ -45,150 +60,373 @@ CREATE TABLE IF NOT EXISTS tokens (
     revoked INTEGER NOT NULL DEFAULT 0
 );
 """
+# Puts of one group commit: a bound on how long the first of them waits for the commit.
+MAX_BATCH = 64
+
+
+class PoolExhaustedError(sqlite3.OperationalError):
+    """Every connection of the pool stayed busy for the whole timeout."""
+
+
+class ConnectionPool:
+    """At most ``max_size`` SQLite connections open at once; idle ones are reused newest first.
+    ``close()`` closes the idle connections at once and those in use when they come back; later
+    use opens new ones (the storage stays usable, as a PostgreSQL pool reopens)."""
+
+    def __init__(self, path: Path, *, max_size: int, timeout: float) -> None:
+        if max_size < 1:
+            raise ValueError("a connection pool needs at least one connection")
+        self.path = path
+        self.max_size = max_size
+        self.timeout = timeout
+        self._cond = threading.Condition()
+        self._idle: list[sqlite3.Connection] = []
+        self._in_use = 0
+        self._borrowed: dict[int, int] = {}  # id of a connection in use -> its generation
+        self._generation = 0  # bumped by close(): connections from before it are not reused
+
+    @property
+    def open_connections(self) -> int:
+        with self._cond:
+            return self._in_use + len(self._idle)
+
+    def _connect(self) -> sqlite3.Connection:
+        # handed from thread to thread (one at a time), hence check_same_thread=False
+        db = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=FULL")
+            db.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def borrow(self) -> sqlite3.Connection:
+        """A connection for the calling thread alone until :meth:`give_back`."""
+        with self._cond:
+            if self._idle:  # the common case: no wait, no clock
+                idle = self._idle.pop()
+                self._in_use += 1
+                self._borrowed[id(idle)] = self._generation
+                return idle
+            deadline = time.monotonic() + self.timeout
+            while not self._idle and self._in_use >= self.max_size:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise PoolExhaustedError(
+                        f"all {self.max_size} SQLite connections stayed busy for {self.timeout:g} s"
+                    )
+                self._cond.wait(remaining)
+            db: sqlite3.Connection | None = self._idle.pop() if self._idle else None
+            self._in_use += 1
+            generation = self._generation
+        if db is None:
+            try:
+                db = self._connect()
+            except BaseException:
+                with self._cond:
+                    self._in_use -= 1
+                    self._cond.notify()
+                raise
+        with self._cond:
+            self._borrowed[id(db)] = generation
+        return db
+
+    def give_back(self, db: sqlite3.Connection) -> None:
+        reusable = True
+        if db.in_transaction:  # an error between BEGIN and COMMIT that was not rolled back
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                reusable = False
+        with self._cond:
+            generation = self._borrowed.pop(id(db))
+            self._in_use -= 1
+            self._cond.notify()
+            if reusable and generation == self._generation:
+                self._idle.append(db)
+                return
+        db.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        db = self.borrow()
+        try:
+            yield db
+        finally:
+            self.give_back(db)
+
+    def close(self) -> None:
+        with self._cond:
+            self._generation += 1
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for db in idle:
+            db.close()
+
+
+@dataclass
+class _PendingPut:
+    repo: str
+    entries: Mapping[str, str]
+    if_match: str | None
+    max_entries: int
+    done: bool = False
+    result: PutResult | None = None
+    error: BaseException | None = None
 
 
 class SQLiteStorage:
-    def __init__(self, path: Path) -> None:
+    """``SQLiteStorage(path)``: creates the file (0600) and the tables if they are missing.
+    ``max_connections`` bounds the pool; ``timeout`` is how long a call waits for the database
+    lock (another process writing) or for a free connection."""
+
+    # ``lookup`` is one indexed read that never waits for a writer (WAL): the server may call it
+    # on its event loop instead of handing it to a worker thread
+    inline_lookup = True
+
+    def __init__(self, path: Path, *, max_connections: int = 8, timeout: float = 30.0) -> None:
         self.path = path
+        self.max_connections = max_connections
         if path.parent != path:
             ensure_private_dir(path.parent)
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
-        with self._connection() as db:
+        self._pool = ConnectionPool(path, max_size=max_connections, timeout=timeout)
+        self._queue: list[_PendingPut] = []
+        self._committing = False
+        self._commit_cond = threading.Condition()
+        # Committers of several processes (``memframe serve --workers``) queue on this file's
+        # lock, woken the moment it is free, rather than on SQLite's busy handler, which sleeps
+        # up to 100 ms between tries.
+        self._lock_path = path.with_name(path.name + ".lock")
+        self._lock_fd: int | None = None
+        with self._pool.connection() as db:
             db.executescript(SCHEMA)
         path.chmod(0o600)
 
-    def _connection(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            # closed from the thread that closes the storage, hence check_same_thread=False
-            db = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute("PRAGMA busy_timeout=30000")
-            self._local.db = db
-            with self._lock:
-                self._all.append(db)
-        return db
+    @property
+    def open_connections(self) -> int:
+        """Connections open right now (idle in the pool or in use)."""
+        return self._pool.open_connections
 
     # -- entries -------------------------------------------------------------------------------
 
     def get(self, repo: str, *, with_entries: bool = True) -> RepoSnapshot | None:
-        db = self._connection()
-        db.execute("BEGIN")
+        text = "e.text" if with_entries else "NULL"
+        db = self._pool.borrow()
+        try:  # one statement, hence one snapshot: the repo row and its entries always agree
+            rows = db.execute(
+                "SELECT r.version, r.last_modified, r.checksum, e.key, e.checksum, "
+                f"{text} FROM repos r LEFT JOIN entries e ON e.repo = r.repo "
+                "WHERE r.repo = ? ORDER BY e.key",
+                (repo,),
+            ).fetchall()
+        finally:
+            self._pool.give_back(db)
+        if not rows:
+            return None
+        snapshot = RepoSnapshot(repo, rows[0][0], rows[0][1], rows[0][2])
+        if rows[0][3] is None:  # a repo without entries (LEFT JOIN)
+            return snapshot
+        snapshot.entry_checksums = {row[3]: row[4] for row in rows}
+        if with_entries:
+            snapshot.entries = {row[3]: row[5] for row in rows}
+        return snapshot
+
+    def checksum(self, repo: str) -> str | None:
+        db = self._pool.borrow()
+        try:
+            row = db.execute("SELECT checksum FROM repos WHERE repo = ?", (repo,)).fetchone()
+        finally:
+            self._pool.give_back(db)
+        return None if row is None else str(row[0])
+
+    def lookup(self, token_hash: str, repo: str) -> tuple[TokenInfo | None, RepoHead | None]:
+        db = self._pool.borrow()
         try:
             row = db.execute(
-                "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
+                "SELECT t.id, t.name, t.repos, t.created, t.revoked, r.version, r.last_modified, "
+                "r.checksum FROM (SELECT 1) LEFT JOIN tokens t ON t.hash = ? "
+                "LEFT JOIN repos r ON r.repo = ?",
+                (token_hash, repo),
             ).fetchone()
-            if row is None:
-                return None
-            snapshot = RepoSnapshot(repo, row[0], row[1], row[2])
-            columns = "key, checksum, text" if with_entries else "key, checksum, NULL"
-            for key, checksum, text in db.execute(
-                f"SELECT {columns} FROM entries WHERE repo = ? ORDER BY key", (repo,)
-            ):
-                snapshot.entry_checksums[key] = checksum
-                if with_entries:
-                    snapshot.entries[key] = text
-            return snapshot
         finally:
-            db.execute("COMMIT")
+            self._pool.give_back(db)
+        token = None if row[0] is None else self._token(row[:5])
+        head = None if row[5] is None else RepoHead(row[5], row[6], row[7])
+        return token, head
 
     def put(
         self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int
     ) -> PutResult:
-        db = self._connection()
-        db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
+        pending = _PendingPut(repo, entries, if_match, max_entries)
+        with self._commit_cond:
+            self._queue.append(pending)
+        while not pending.done:
+            with self._commit_cond:
+                while not pending.done and self._committing:
+                    self._commit_cond.wait()
+                if pending.done:
+                    break
+                # no commit in progress: this caller commits what is queued (its own put too,
+                # unless more than MAX_BATCH are ahead of it: then it goes round again)
+                self._committing = True
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+            try:
+                self._commit(batch)
+            finally:
+                with self._commit_cond:
+                    for done in batch:
+                        done.done = True
+                    self._committing = False
+                    self._commit_cond.notify_all()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return pending.result
+
+    def _commit(self, batch: list[_PendingPut]) -> None:
+        """Every put of ``batch`` in one transaction, each in a savepoint of its own, and one
+        commit. A put that is refused (stale ``If-Match``, too many entries, any error of its
+        own) is rolled back to its savepoint alone; when the transaction itself fails, every put
+        of the batch gets that error and none a result."""
         try:
-            row = db.execute(
-                "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
-            ).fetchone()
-            current = row[2] if row else None
-            if if_match is not None and if_match != current:
-                raise StaleChecksumError(current)
-            checksums = dict(
-                db.execute("SELECT key, checksum FROM entries WHERE repo = ?", (repo,)).fetchall()
-            )
-            incoming = {key: entry_checksum(text) for key, text in entries.items()}
-            total = len(checksums.keys() | incoming.keys())
-            if total > max_entries:
-                raise TooManyEntriesError(max_entries, total)
-            changed = {k: c for k, c in incoming.items() if checksums.get(k) != c}
-            if row is not None and not changed:
-                db.execute("COMMIT")
-                return PutResult(row[2], row[1], row[0])
-            db.executemany(
-                "INSERT INTO entries (repo, key, text, checksum) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
-                "checksum = excluded.checksum",
-                [(repo, key, entries[key], checksum) for key, checksum in changed.items()],
-            )
-            checksums.update(changed)
-            result = PutResult(repo_checksum(checksums), now(), (row[0] if row else 0) + 1)
-            db.execute(
-                "INSERT INTO repos (repo, version, last_modified, checksum) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (repo) DO UPDATE SET version = excluded.version, "
-                "last_modified = excluded.last_modified, checksum = excluded.checksum",
-                (repo, result.version, result.last_modified, result.checksum),
-            )
-            db.execute("COMMIT")
-            return result
-        except BaseException:
-            db.execute("ROLLBACK")
+            with self._write_lock(), self._pool.connection() as db:
+                db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
+                try:
+                    for pending in batch:
+                        db.execute("SAVEPOINT put")
+                        try:
+                            pending.result = self._apply(db, pending)
+                        except Exception as exc:
+                            db.execute("ROLLBACK TO put")
+                            pending.error = exc
+                        db.execute("RELEASE put")
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+        except Exception as exc:
+            for pending in batch:
+                pending.result, pending.error = None, exc
+        except BaseException as exc:  # KeyboardInterrupt: the others fail, this thread stops
+            for pending in batch:
+                pending.result, pending.error = None, exc
             raise
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        with self._commit_cond:
+            if self._lock_fd is None:
+                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = self._lock_fd
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+    @staticmethod
+    def _apply(db: sqlite3.Connection, pending: _PendingPut) -> PutResult:
+        repo = pending.repo
+        row = db.execute(
+            "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
+        ).fetchone()
+        current = row[2] if row else None
+        if pending.if_match is not None and pending.if_match != current:
+            raise StaleChecksumError(current)
+        checksums = dict(
+            db.execute("SELECT key, checksum FROM entries WHERE repo = ?", (repo,)).fetchall()
+        )
+        incoming = {key: entry_checksum(text) for key, text in pending.entries.items()}
+        total = len(checksums.keys() | incoming.keys())
+        if total > pending.max_entries:
+            raise TooManyEntriesError(pending.max_entries, total)
+        changed = {k: c for k, c in incoming.items() if checksums.get(k) != c}
+        if row is not None and not changed:
+            return PutResult(row[2], row[1], row[0])
+        db.executemany(
+            "INSERT INTO entries (repo, key, text, checksum) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
+            "checksum = excluded.checksum",
+            [(repo, key, pending.entries[key], checksum) for key, checksum in changed.items()],
+        )
+        checksums.update(changed)
+        result = PutResult(repo_checksum(checksums), now(), (row[0] if row else 0) + 1)
+        db.execute(
+            "INSERT INTO repos (repo, version, last_modified, checksum) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (repo) DO UPDATE SET version = excluded.version, "
+            "last_modified = excluded.last_modified, checksum = excluded.checksum",
+            (repo, result.version, result.last_modified, result.checksum),
+        )
+        return result
 
     # -- tokens --------------------------------------------------------------------------------
 
     def add_token(self, name: str, token_hash: str, repos: tuple[str, ...]) -> TokenInfo:
-        db = self._connection()
         created = now()
-        try:
-            cursor = db.execute(
-                "INSERT INTO tokens (name, hash, repos, created) VALUES (?, ?, ?, ?)",
-                (name, token_hash, orjson.dumps(list(repos)).decode(), created),
-            )
-        except sqlite3.IntegrityError as exc:
-            raise ValueError(f"a token named {name!r} exists already") from exc
+        with self._pool.connection() as db:
+            try:
+                cursor = db.execute(
+                    "INSERT INTO tokens (name, hash, repos, created) VALUES (?, ?, ?, ?)",
+                    (name, token_hash, orjson.dumps(list(repos)).decode(), created),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"a token named {name!r} exists already") from exc
         return TokenInfo(int(cursor.lastrowid or 0), name, repos, created)
 
-    def _token(self, row: tuple[int, str, str, float, int]) -> TokenInfo:
+    @staticmethod
+    def _token(row: tuple[int, str, str, float, int]) -> TokenInfo:
         return TokenInfo(row[0], row[1], tuple(orjson.loads(row[2])), row[3], bool(row[4]))
 
     def token(self, token_hash: str) -> TokenInfo | None:
-        row = (
-            self._connection()
-            .execute(
+        db = self._pool.borrow()
+        try:
+            row = db.execute(
                 "SELECT id, name, repos, created, revoked FROM tokens WHERE hash = ?",
                 (token_hash,),
-            )
-            .fetchone()
-        )
+            ).fetchone()
+        finally:
+            self._pool.give_back(db)
         return None if row is None else self._token(row)
 
     def tokens(self) -> list[TokenInfo]:
-        rows = self._connection().execute(
-            "SELECT id, name, repos, created, revoked FROM tokens ORDER BY id"
-        )
+        with self._pool.connection() as db:
+            rows = db.execute(
+                "SELECT id, name, repos, created, revoked FROM tokens ORDER BY id"
+            ).fetchall()
         return [self._token(row) for row in rows]
 
     def revoke_token(self, name_or_id: str) -> TokenInfo:
-        db = self._connection()
         column = "id" if name_or_id.isdigit() else "name"
-        db.execute(f"UPDATE tokens SET revoked = 1 WHERE {column} = ?", (name_or_id,))
-        row = db.execute(
-            f"SELECT id, name, repos, created, revoked FROM tokens WHERE {column} = ?",
-            (name_or_id,),
-        ).fetchone()
+        with self._pool.connection() as db:
+            db.execute(f"UPDATE tokens SET revoked = 1 WHERE {column} = ?", (name_or_id,))
+            row = db.execute(
+                f"SELECT id, name, repos, created, revoked FROM tokens WHERE {column} = ?",
+                (name_or_id,),
+            ).fetchone()
         if row is None:
             raise KeyError(f"no token {name_or_id!r}")
         return self._token(row)
 
     def close(self) -> None:
-        with self._lock:
-            for db in self._all:
-                db.close()
-            self._all.clear()
-        self._local = threading.local()
+        """Close every connection (those in use as soon as they are given back)."""
+        self._pool.close()
+        with self._commit_cond:
+            fd, self._lock_fd = self._lock_fd, None
+            if fd is not None and self._committing:  # a commit holds it: closed next time
+                self._lock_fd = fd
+                return
+        if fd is not None:
+            # Removed when no process holds it, so the database leaves nothing behind: the lock
+            # only spares writers SQLite's sleeps, BEGIN IMMEDIATE alone keeps them apart.
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self._lock_path.unlink(missing_ok=True)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)

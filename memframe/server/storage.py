@@ -37,6 +37,15 @@ class RepoSnapshot:
 
 
 @dataclass(frozen=True)
+class RepoHead:
+    """A repo's row without its entries: enough to answer a conditional GET."""
+
+    version: int
+    last_modified: float
+    checksum: str
+
+
+@dataclass(frozen=True)
 class PutResult:
     checksum: str
     last_modified: float
@@ -76,6 +85,14 @@ class Storage(Protocol):
     """A storage engine: SQLite (embedded) or PostgreSQL (several replicas)."""
 
     def get(self, repo: str, *, with_entries: bool = True) -> RepoSnapshot | None: ...
+
+    def checksum(self, repo: str) -> str | None:
+        """The repo's current checksum (``None``: nothing stored), without reading entries."""
+        ...
+
+    def lookup(self, token_hash: str, repo: str) -> tuple[TokenInfo | None, RepoHead | None]:
+        """The token with that hash and the repo's head, in one round trip."""
+        ...
 
     def put(
         self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int

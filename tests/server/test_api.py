@@ -237,7 +237,7 @@ def test_ten_megabytes_and_a_hundred_thousand_keys(api):
 
 
 def test_missing_length_and_chunked_bodies_are_refused(server):
-    host, port = server.server.server_address[:2]
+    host, port = server.address
     with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(
             f"PUT {url()} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
@@ -264,7 +264,7 @@ def test_bad_routes(api, method, path, status):
 
 
 def test_keep_alive_survives_an_error(server):
-    host, port = server.server.server_address[:2]
+    host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=10)
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
     connection.request("PUT", url(), body=b'{"entries": 1}', headers=headers)

@@ -413,3 +413,102 @@ def test_memory_bench_run_computes_every_row_from_the_labels() -> None:
     problems = memory.check(broken)
     assert any(p.startswith(f"memory: {memory.ALL_NOTES} pct = -1") for p in problems)
     assert any("was not measured" in p for p in problems)
+
+
+# -- sync ---------------------------------------------------------------------------------------
+
+
+def _sync_result(quick: bool = True, workers: int = 2, **rows: dict[str, Any]) -> Any:
+    from benches.harness import BenchResult
+
+    result = BenchResult("sync", params={"quick": quick, "new_workers_sqlite": workers})
+    for name, metrics in rows.items():
+        result.add(name, **metrics)
+    return result
+
+
+def test_sync_check_holds_the_ratio_floors_at_8_and_64_clients_only() -> None:
+    from benches import sync
+
+    ok = _sync_result(
+        **{
+            "sqlite GET 304 x1": {"new_x_old": 0.5, "new_errors": 0},
+            "sqlite GET 304 x8": {"new_x_old": 3.1, "new_errors": 0},
+            "sqlite PUT x64": {"new_x_old": 1.0, "new_errors": 0},
+        }
+    )
+    assert sync.check(ok) == []
+    slow = _sync_result(
+        **{
+            "sqlite GET full x64": {"new_x_old": 1.1, "new_errors": 0},
+            "sqlite PUT x8": {"new_x_old": 0.5, "new_errors": 0},
+        }
+    )
+    problems = sync.check(slow)
+    assert len(problems) == 2
+    assert "GET full x64" in problems[0] and f"floor {sync.GET_FLOOR[True]}x" in problems[0]
+    assert "PUT x8" in problems[1] and f"floor {sync.PUT_FLOOR}x" in problems[1]
+    full = _sync_result(quick=False, **{"sqlite GET 304 x8": {"new_x_old": 2.5}})
+    assert sync.check(full) and "floor 3.0x" in sync.check(full)[0]
+    one_core = _sync_result(workers=1, **{"sqlite GET 304 x8": {"new_x_old": 1.0}})
+    assert sync.check(one_core) == []  # the GET floor counts on a worker per core
+
+
+def test_sync_check_fails_a_lost_write_a_leak_and_a_moving_thread_count() -> None:
+    from benches import sync
+
+    soak = {"acknowledged": 500, "acknowledged_lost": 0, "fds_spread": 1, "threads_spread": 0}
+    flood = {"valid_status": 200, "fds_before": 70, "fds_after": 70}
+    flood |= {"threads_before": 22, "threads_50_idle": 22, "threads_after": 22}
+    good = _sync_result(**{"soak sqlite": soak, "flood new: 1000": flood})
+    assert sync.check(good) == []
+    bad = _sync_result(
+        **{
+            "soak sqlite": soak | {"acknowledged_lost": 2, "threads_spread": 3},
+            "flood new: 1000": flood | {"fds_after": 2070, "threads_50_idle": 72},
+            "flood old: 1000": flood | {"fds_after": 2070},  # the old server: reported only
+        }
+    )
+    problems = " / ".join(sync.check(bad))
+    assert "2 acknowledged writes lost" in problems and "threads moved by 3" in problems
+    assert "open files grew from 70 to 2070" in problems and "thread count moved" in problems
+    assert "flood old" not in problems
+
+
+def test_sync_load_client_reads_responses_split_anywhere() -> None:
+    import asyncio
+
+    from benches import sync
+
+    loop = asyncio.new_event_loop()
+    try:
+        connection = sync._Connection(loop)
+        connection.transport = SimpleNamespace(is_closing=lambda: False, write=lambda data: None)  # type: ignore[assignment]
+        answers = []
+        for response in (
+            b"HTTP/1.1 304 Not Modified\r\netag: x\r\ncontent-length: 0\r\n\r\n",
+            b'HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n{"a": "bc"}',
+        ):
+            waiter = connection.request(b"GET / HTTP/1.1\r\n\r\n")
+            for at in range(0, len(response), 7):  # in pieces, as TCP may deliver it
+                connection.data_received(response[at : at + 7])
+            answers.append(waiter.result())
+        assert answers == [304, 200]
+        waiter = connection.request(b"GET / HTTP/1.1\r\n\r\n")
+        connection.connection_lost(None)
+        with pytest.raises(ConnectionError):
+            waiter.result()
+    finally:
+        loop.close()
+
+
+def test_sync_resources_and_percentiles() -> None:
+    import os
+
+    from benches import sync
+
+    fds, threads = sync.resources(os.getpid())
+    assert fds > 0 and threads >= 1
+    assert sync.resources(2**22 + 12345) == (-1, -1)  # no such process
+    assert sync._percentile([0.3, 0.1, 0.2], 0.5) == 0.2
+    assert sync._percentile(list(range(100)), 0.99) == 99

@@ -1,0 +1,446 @@
+"""Serving the team memory app with uvicorn: in ``memframe serve`` (one process, or a supervisor
+and ``workers`` processes sharing one listening socket) and on a background thread (tests, the
+demo).
+
+What uvicorn is given on top of its defaults:
+
+- a listening socket bound here (``SO_REUSEADDR``, a backlog of ``backlog``), so the port is
+  known, and taken, before the first line is printed;
+- connection limits: past ``max_connections`` open connections a new one is answered ``503``
+  and closed at once; past ``limit_concurrency`` connections or requests in flight uvicorn
+  answers ``503``;
+- timeouts: an idle connection (no request started) is closed after ``keep_alive_timeout``
+  seconds, a started request must have sent its headers within ``request_timeout`` seconds (and
+  its body, checked by the app, as long again);
+- graceful shutdown: stop listening, close idle connections, let the requests in flight finish
+  for at most ``graceful_timeout`` seconds (then cancel them: a write not answered was never
+  acknowledged), then the app's own shutdown (threads, storage connections).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memframe.server.app import NEEDS_EXTRA
+
+try:
+    import uvicorn
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError as exc:  # pragma: no cover - the extra is part of the dev set-up
+    raise ImportError(NEEDS_EXTRA) from exc
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+    from memframe.server.app import ServerOptions, TeamMemoryApp
+    from memframe.server.storage import Storage
+
+log = logging.getLogger("memframe.server")
+
+
+def _raw_error(status: bytes, code: str, message: str) -> bytes:
+    """A complete JSON error response, written by the protocol itself (no app involved)."""
+    body = b'{"error":{"message":"%s","details":{"error_code":"%s"}}}' % (
+        message.encode(),
+        code.encode(),
+    )
+    head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\nconnection: close\r\n" % status
+    return head + b"content-length: %d\r\n\r\n" % len(body) + body
+
+
+_BUSY = _raw_error(b"503 Service Unavailable", "too_many_connections", "too many open connections")
+_TIMEOUT = _raw_error(
+    b"408 Request Timeout", "request_timeout", "the request headers took too long"
+)
+
+
+@dataclass
+class ServeConfig:
+    """How the server listens and what it bounds (``memframe serve`` flags)."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    workers: int = 1
+    backlog: int = 2048  # the kernel caps it at net.core.somaxconn
+    keep_alive_timeout: float = 5.0
+    request_timeout: float = 30.0
+    graceful_timeout: float = 10.0
+    max_connections: int = 2048
+    limit_concurrency: int | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    proxy_headers: bool = False
+    forwarded_allow_ips: str = "127.0.0.1"
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_cert else "http"
+
+
+def bind_socket(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port`` 0: a free one), inheritable by workers."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+        sock.set_inheritable(True)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def url_of(sock: socket.socket, scheme: str = "http") -> str:
+    host, port = sock.getsockname()[:2]
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
+
+
+class _Config(uvicorn.Config):
+    def __init__(
+        self, *args: Any, max_connections: int, request_timeout: float, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_connections = max_connections
+        self.request_timeout = request_timeout
+
+
+class _CoalescingTransport:
+    """A transport whose writes of one loop iteration leave in one ``send``: uvicorn writes a
+    response's head and body separately, two system calls and two TCP segments otherwise."""
+
+    __slots__ = ("_loop", "_pending", "_scheduled", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+        self._scheduled = False
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._pending.append(data)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class _Protocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a connection cap, an idle timeout from the first
+    byte on (uvicorn's keep-alive timer only starts after a response) and a header
+    timeout."""
+
+    def __init__(self, config: _Config, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self._max_connections: int = config.max_connections
+        self._request_timeout: float = config.request_timeout
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._refused = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self._max_connections:
+            self._refused = True
+            self.transport = transport
+            transport.write(_BUSY)
+            transport.close()
+            return
+        super().connection_made(_CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        # no request yet: an idle connection, closed like one kept alive after a response
+        self.timeout_keep_alive_task = self.loop.call_later(
+            self.timeout_keep_alive, self.timeout_keep_alive_handler
+        )
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self._request_timeout, self._headers_too_slow)
+
+    def on_headers_complete(self) -> None:
+        self._cancel_header_timer()
+        super().on_headers_complete()
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.write(_TIMEOUT)
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, woken at once by ``request_exit`` (not a 0.1 s poll), with a
+    bounded shutdown that polls every 10 ms, and signal handlers that stop it without
+    re-raising the signal afterwards (``memframe serve`` exits 0 on SIGTERM)."""
+
+    def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+        self._on_ready = on_ready
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {
+            sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        if self._loop is not None and self._wake is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    def request_exit(self) -> None:
+        self.should_exit = True
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone already
+                loop.call_soon_threadsafe(wake.set)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        await super().startup(sockets=sockets)
+        if self.started and not self.should_exit:
+            self.ready.set()
+            if self._on_ready is not None:
+                self._on_ready()
+
+    async def main_loop(self) -> None:
+        assert self._wake is not None
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        state = self.server_state
+        for connection in list(state.connections):
+            connection.shutdown()  # idle: closed now; busy: closed after its response
+        deadline = loop.time() + (self.config.timeout_graceful_shutdown or 0)
+        while (state.connections or state.tasks) and not self.force_exit:
+            if loop.time() >= deadline:
+                logging.getLogger("uvicorn.error").error(
+                    "graceful shutdown: %d request(s) still running after %s s, cancelled",
+                    len(state.tasks),
+                    self.config.timeout_graceful_shutdown,
+                )
+                for task in state.tasks:
+                    task.cancel()
+                for connection in list(state.connections):
+                    connection.transport.close()
+                await asyncio.sleep(0.01)
+                break
+            await asyncio.sleep(0.01)
+        for server in self.servers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.wait_closed(), 1.0)
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+
+def uvicorn_config(app: Any, config: ServeConfig) -> uvicorn.Config:
+    """uvicorn's configuration for ``app`` under ``config`` (logging left to memframe)."""
+    return _Config(
+        app,
+        host=config.host,
+        port=config.port,
+        loop="auto",  # uvloop when installed (the server extra has it)
+        http=_Protocol,
+        ws="none",
+        lifespan="on",
+        log_config=None,
+        access_log=False,
+        server_header=False,  # the app names itself (memframe-team-server)
+        date_header=True,
+        workers=config.workers,
+        backlog=config.backlog,
+        timeout_keep_alive=config.keep_alive_timeout,
+        timeout_graceful_shutdown=config.graceful_timeout,
+        limit_concurrency=config.limit_concurrency,
+        proxy_headers=config.proxy_headers,
+        forwarded_allow_ips=config.forwarded_allow_ips,
+        ssl_certfile=config.tls_cert,
+        ssl_keyfile=config.tls_key,
+        max_connections=config.max_connections,
+        request_timeout=config.request_timeout,
+    )
+
+
+class RunningServer:
+    """The app served on a background thread: ``url``, ``address``, then ``stop()``. Starts in a
+    few milliseconds once uvicorn is imported; ``stop()`` drains like ``memframe serve``."""
+
+    def __init__(self, app: TeamMemoryApp, config: ServeConfig | None = None) -> None:
+        self.app = app
+        self.config = config or ServeConfig()
+        self._socket = bind_socket(self.config.host, self.config.port, self.config.backlog)
+        self.address: tuple[str, int] = self._socket.getsockname()[:2]
+        self.url = url_of(self._socket, self.config.scheme)
+        self._server = _Server(uvicorn_config(app.asgi, self.config))
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="memframe-server", daemon=True)
+        self._thread.start()
+        while not self._server.ready.wait(0.01):
+            if not self._thread.is_alive():
+                self._socket.close()
+                raise RuntimeError(f"the team server did not start: {self._failure!r}")
+
+    def _run(self) -> None:
+        try:
+            self._server.run(sockets=[self._socket])
+        except BaseException as exc:  # SystemExit from a failed start-up, too
+            self._failure = exc
+
+    def stop(self) -> None:
+        self._server.request_exit()
+        self._thread.join(timeout=self.config.graceful_timeout + 10)
+        self._socket.close()
+        self.app.close()  # when the thread could not finish (it should have)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServedApp:
+    """The ASGI app ``memframe serve`` runs in each of its processes. Picklable (workers are
+    spawned): at the lifespan start-up a process opens its own storage — one connection pool
+    per process — unless it was handed one, and it closes what it opened at shutdown."""
+
+    def __init__(
+        self,
+        db_url: str,
+        options: ServerOptions,
+        *,
+        drain_timeout: float,
+        storage: Storage | None = None,
+        log_requests: bool = True,
+    ) -> None:
+        self.db_url = db_url
+        self.options = options
+        self.drain_timeout = drain_timeout
+        self.log_requests = log_requests
+        self._storage = storage
+        self._app: TeamMemoryApp | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_storage"] = None  # a worker opens its own
+        state["_app"] = None
+        return state
+
+    def _build(self) -> TeamMemoryApp:
+        from memframe.server import open_storage
+        from memframe.server.app import TeamMemoryApp
+
+        if self.log_requests:
+            log_to_stderr()
+        storage = self._storage
+        owns = storage is None
+        if storage is None:
+            storage = open_storage(self.db_url)
+        return TeamMemoryApp(
+            storage,
+            self.options,
+            owns_storage=owns,
+            preload_scanner=True,
+            drain_timeout=self.drain_timeout,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            self._app = self._build()
+        await self._app.asgi(scope, receive, send)
+
+
+def log_to_stderr() -> None:
+    """Request lines (``memframe.server``) and uvicorn's warnings on stderr, one per line."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    server_log = logging.getLogger("memframe.server")
+    if not any(getattr(h, "_memframe", False) for h in server_log.handlers):
+        handler._memframe = True  # type: ignore[attr-defined]
+        server_log.addHandler(handler)
+        server_log.setLevel(logging.INFO)
+        uvicorn_log = logging.getLogger("uvicorn.error")
+        uvicorn_log.addHandler(handler)
+        uvicorn_log.setLevel(logging.WARNING)
+        uvicorn_log.propagate = False
+
+
+def serve(
+    app: ServedApp, config: ServeConfig, *, announce: Callable[[str], None] | None = None
+) -> None:  # pragma: no cover - run as a process by the tests
+    """Serve ``app`` until SIGTERM/SIGINT: in this process, or with ``config.workers`` worker
+    processes under uvicorn's supervisor (which restarts a worker that dies). ``announce(url)``
+    is called once the server answers (with workers: once the socket listens)."""
+    sock = bind_socket(config.host, config.port, config.backlog)
+    url = url_of(sock, config.scheme)
+    try:
+        uv_config = uvicorn_config(app, config)
+        if config.workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
+            if announce is not None:  # connections wait in the backlog for the first worker
+                announce(url)
+            Multiprocess(uv_config, sockets=[sock]).run()
+        else:
+            ready = None if announce is None else (lambda: announce(url))
+            _Server(uv_config, on_ready=ready).run(sockets=[sock])
+    finally:
+        sock.close()
