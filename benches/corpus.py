@@ -986,6 +986,47 @@ _GENERATORS: dict[str, Callable[[_Text, int], list[str]]] = {
 }
 
 
+# -- near misses -----------------------------------------------------------------------------------
+
+# What documentation and agent sessions are full of: the providers' documented example keys,
+# placeholders and prefix mentions. Every rule's database signal or regex hits them, and no
+# finding may come out (allowlists, stopwords, entropy floors and shapes drop them all).
+NEAR_MISSES = (
+    # AWS's documented example key pair (IAM and CLI docs)
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    '    "SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",',
+    # the storage emulator's well-known account key (Azurite docs)
+    "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;",
+    "Personal access tokens (classic) start with `ghp_`; fine-grained ones with `github_pat_`.",
+    "export GITHUB_TOKEN=ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+    "SLACK_BOT_TOKEN=xoxb-your-token-here",
+    "export ANTHROPIC_API_KEY=sk-ant-api03-...  # from the console",
+    "OPENAI_API_KEY=sk-proj-...",
+    "password = changeme",
+    "Set `hvs.` tokens in VAULT_TOKEN, never in the repository.",
+)
+
+
+def dense_near_misses(size: int, seed: int = 0) -> bytes:
+    """One text of ``size`` bytes: notes-like prose with a near miss on every third line on
+    average (the "large single text" case: a pasted manual, a long session dump)."""
+    rng = random.Random(f"dense-{seed}")
+    t = _Text(rng)
+    lines: list[str] = []
+    total = 0
+    while total < size:
+        for line in "".join(_GENERATORS["note"](t, 16 * KIB)).splitlines():
+            if rng.random() < 1 / 3:
+                miss = rng.choice(NEAR_MISSES)
+                lines.append(miss)
+                total += len(miss) + 1
+            lines.append(line)
+            total += len(line) + 1
+    return "\n".join(lines).encode("utf-8")[:size]
+
+
 # -- planting --------------------------------------------------------------------------------------
 
 

@@ -73,10 +73,12 @@ class Mode:
     python_mb: int  # the python engine's subset of the clean corpus
     re_mb: float  # the re-per-rule peer's subset
     detect_secrets_mb: float  # detect-secrets' subset
+    dense_mb: float  # the single text dense with near misses (native)
+    dense_python_mb: float  # its head, for the python engine
 
 
-QUICK = Mode(16, 4, 16.0, 21, 3, 0.2, 8, 0.5, 1.0)
-FULL = Mode(256, 32, 8.0, 11, 5, 0.5, 64, 4.0, 2.0)
+QUICK = Mode(16, 4, 16.0, 21, 3, 0.2, 8, 0.5, 1.0, 16.0, 1.0)
+FULL = Mode(256, 32, 8.0, 11, 5, 0.5, 64, 4.0, 2.0, 64.0, 4.0)
 SLOW_PASS_S = 2.0
 
 ROWS = (
@@ -90,6 +92,8 @@ ROWS = (
     "peer: bare hyperscan",
     "peer: re per rule",
     "peer: detect-secrets",
+    "native 1 thread, dense near misses",
+    "python engine, dense near misses",
 )
 # Ratios shown without a floor: the engine in memory, without the per-file I/O of find_files
 INFO_RATIOS: dict[str, tuple[str, str]] = {
@@ -100,6 +104,7 @@ INFO_RATIOS: dict[str, tuple[str, str]] = {
     # when another process or the host takes a share, too close to enforce on a 2-vCPU VM
     "native 1T / native database pass 1T": ("native 1 thread", "native database pass 1 thread"),
 }
+DENSE_FLOOR = 10.0
 # name -> (numerator row, denominator row, floor, needs two cores)
 FLOORS: dict[str, tuple[str, str, float, bool]] = {
     "native 1T / python engine": ("native 1 thread", "python engine", 100.0, False),
@@ -111,6 +116,16 @@ FLOORS: dict[str, tuple[str, str, float, bool]] = {
     # engine's own pass 4,439, native 1T 3,647: 0.99) - a floor must hold on every CPU.
     "native 1T / bare hyperscan": ("native 1 thread", "peer: bare hyperscan", 0.8, False),
     "native 2T / native 1T": ("native 2 threads", "native 1 thread", 1.7, True),
+    # one large text dense with near misses (benches/corpus.py NEAR_MISSES on every third line):
+    # both engines confirm every near miss with a regex and drop it, so the ratio is the cost
+    # of a confirmation in each; a floor against a cliff (whole-text confirmation per
+    # candidate), provisional until measured on every CPU family
+    "dense near misses: native 1T / python": (
+        "native 1 thread, dense near misses",
+        "python engine, dense near misses",
+        DENSE_FLOOR,
+        False,
+    ),
 }
 
 
@@ -512,6 +527,22 @@ def run(quick: bool) -> BenchResult:
             )
         )
 
+    dense = corpus.dense_near_misses(int(mode.dense_mb * corpus.MB))
+    dense_head = dense[: int(mode.dense_python_mb * corpus.MB)]
+    if native_missing is None:
+        variants.append(
+            Variant("native 1 thread, dense near misses", _per_file("native"), [dense], len(dense))
+        )
+        _dense_agreement(dense_head, notes, result)
+    variants.append(
+        Variant(
+            "python engine, dense near misses",
+            _per_file("python"),
+            [dense_head],
+            len(dense_head),
+        )
+    )
+
     timings = measure(variants, mode.rounds, mode.slow_rounds, mode.min_round_s)
     speeds: dict[str, float] = {}
     for v in variants:
@@ -578,6 +609,19 @@ def run(quick: bool) -> BenchResult:
     result.rows = {name: result.rows[name] for name in order if name in result.rows}
     result.notes.extend(notes)
     return result
+
+
+def _dense_agreement(head: bytes, notes: list[str], result: BenchResult) -> None:
+    """The native and python engines find the same in the dense text's head (nothing, when the
+    allowlists are right): a difference is a failure of the bench."""
+    native = _tuples(_scanner("native").find(head))
+    python = _tuples(_scanner("python").find(head))
+    result.params["dense_findings"] = len(native)
+    if native != python:
+        result.details["dense_disagreement"] = {"native": native[:5], "python": python[:5]}
+        notes.append(
+            f"dense near misses: native found {len(native)}, python {len(python)} (they differ)"
+        )
 
 
 def _noise(timing: Timing) -> float:
@@ -679,6 +723,8 @@ def check(result: BenchResult) -> list[str]:
         for f in result.details.get("floors", [])
         if f["status"] == "FAIL"
     ]
+    if "dense_disagreement" in result.details:
+        problems.append("dense near misses: the native and python engines' findings differ")
     for name, metrics in result.rows.items():
         if metrics.get("identical") is False:
             problems.append(

@@ -36,6 +36,8 @@ pub enum Error {
         pattern: String,
         source: regex::Error,
     },
+    /// The stopwords of an allowlist could not be compiled into one automaton.
+    Stopwords { owner: String, message: String },
     /// A thread count outside `1..=MAX_THREADS`; `given` is the value as the caller wrote it
     /// (a Python int may not fit any Rust integer).
     InvalidThreads { given: String },
@@ -55,6 +57,7 @@ impl Error {
             | Self::SecretGroup { .. }
             | Self::KeywordNotAscii { .. }
             | Self::AllowlistRegex { .. }
+            | Self::Stopwords { .. }
             | Self::InvalidThreads { .. } => ErrorKind::InvalidInput,
             Self::ThreadPool { .. } => ErrorKind::Engine,
         }
@@ -84,6 +87,9 @@ impl fmt::Display for Error {
                 pattern,
                 source,
             } => write!(f, "{owner}: allowlist regex {pattern:?}: {source}"),
+            Self::Stopwords { owner, message } => {
+                write!(f, "{owner}: allowlist stopwords: {message}")
+            }
             Self::InvalidThreads { given } => write!(
                 f,
                 "threads must be between 1 and {MAX_THREADS} (or None for all cores), got {given}"
@@ -103,6 +109,7 @@ impl std::error::Error for Error {
             Self::ThreadPool { source, .. } => Some(source),
             Self::SecretGroup { .. }
             | Self::KeywordNotAscii { .. }
+            | Self::Stopwords { .. }
             | Self::InvalidThreads { .. } => None,
         }
     }

@@ -17,7 +17,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use regex::bytes::{Regex, RegexBuilder};
+use aho_corasick::AhoCorasick;
+use regex::bytes::{CaptureLocations, Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_automata::hybrid::dfa::{Cache as HybridCache, DFA as HybridDfa};
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, MatchKind};
 use serde::Deserialize;
 
 use crate::dbcache::{self, CacheError};
@@ -70,44 +75,79 @@ pub struct Finding {
     pub line: usize,
 }
 
+/// An allowlist compiled for one-pass checks: every stopword in one ASCII-case-insensitive
+/// automaton, every regex in one set (a secret is allowed when any of them matches it).
 struct Allow {
-    stopwords: Vec<Vec<u8>>,
-    regexes: Vec<Regex>,
+    stopwords: Option<AhoCorasick>,
+    regexes: Option<RegexSet>,
 }
 
 impl Allow {
     fn compile(spec: &AllowSpec, owner: &str) -> Result<Self, Error> {
-        let regexes = spec
-            .regexes
-            .iter()
-            .map(|p| {
-                build_regex(p).map_err(|source| Error::AllowlistRegex {
-                    owner: owner.to_owned(),
-                    pattern: p.clone(),
-                    source,
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let stopwords = spec
+        for pattern in &spec.regexes {
+            build_regex(pattern).map_err(|source| Error::AllowlistRegex {
+                owner: owner.to_owned(),
+                pattern: pattern.clone(),
+                source,
+            })?;
+        }
+        let regexes = if spec.regexes.is_empty() {
+            None
+        } else {
+            Some(
+                RegexSetBuilder::new(&spec.regexes)
+                    .unicode(false)
+                    .size_limit(64 << 20)
+                    .dfa_size_limit(64 << 20)
+                    .build()
+                    .map_err(|source| Error::AllowlistRegex {
+                        owner: owner.to_owned(),
+                        pattern: spec.regexes.join(" | "),
+                        source,
+                    })?,
+            )
+        };
+        let words: Vec<&str> = spec
             .stopwords
             .iter()
-            .map(|w| w.to_ascii_lowercase().into_bytes())
+            .map(String::as_str)
+            .filter(|w| !w.is_empty())
             .collect();
+        let stopwords = if spec.stopwords.is_empty() {
+            None
+        } else if words.len() < spec.stopwords.len() {
+            // the empty word occurs in every secret: everything is allowed
+            Some(
+                AhoCorasick::builder()
+                    .build([""])
+                    .map_err(|e| Error::Stopwords {
+                        owner: owner.to_owned(),
+                        message: e.to_string(),
+                    })?,
+            )
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(&words)
+                    .map_err(|e| Error::Stopwords {
+                        owner: owner.to_owned(),
+                        message: e.to_string(),
+                    })?,
+            )
+        };
         Ok(Self { stopwords, regexes })
     }
 
     fn allows(&self, secret: &[u8]) -> bool {
-        if !self.stopwords.is_empty() {
-            let lowered = secret.to_ascii_lowercase();
-            if self
-                .stopwords
-                .iter()
-                .any(|w| memchr::memmem::find(&lowered, w).is_some())
-            {
+        if let Some(words) = &self.stopwords {
+            if words.is_match(secret) {
                 return true;
             }
         }
-        self.regexes.iter().any(|r| r.is_match(secret))
+        self.regexes
+            .as_ref()
+            .is_some_and(|set| set.is_match(secret))
     }
 }
 
@@ -240,20 +280,76 @@ fn minimum_len(pattern: &str) -> Option<usize> {
     properties(pattern)?.minimum_len()
 }
 
-/// What the database holds for a rule.
+/// What the database holds for a rule, and how far back from a reported end a match can start.
 ///
-/// A bounded rule (its longest match is `n` bytes) is in the database as it is, reporting every
-/// match end: a match ending at `e` starts at or after `e - n`. A rule that ends in a trailing
-/// unbounded group, `P(?:…+|\z)` with `P` bounded and never empty (the common "then a boundary"
-/// tail), is in the database as `P` alone: every match of the rule begins with a match of `P`
-/// starting where it starts, so its `P`-end `m` bounds its start (`>= m - maxlen(P)`), and no
-/// `P`-match means no match. Both confirm in windows. Any other unbounded rule is in the
-/// database whole, first match only, and confirmed over the whole text. (Start-of-match
-/// reporting would bound those too, but it cost the whole pass 10-18% on the bench corpus.)
-#[derive(Debug, Clone)]
+/// A bounded rule (its longest match is `n` bytes) is in the database as it is: a match ending
+/// at `e` starts at or after `e - n`. A rule that ends in a trailing group, `P(?:…+|\z)` with
+/// `P` never empty (the common "then a boundary" tail), is in the database as `P` alone: every
+/// match of the rule begins with a match of `P` starting where it starts, so the `P`-end `m`
+/// bounds its start (`>= m - maxlen(P)`), and no `P`-match means no match. Where the signal is
+/// unbounded (`[ \t]*` between a name and its value, a PEM body) the bound of each reported end
+/// is found by running the signal backwards from it (a reverse lazy DFA, leftmost start). Every
+/// signal reports every end, so each rule is confirmed only in windows before its ends.
 struct Signal {
     pattern: String,
+    /// `Some(n)`: a match ending at `e` starts at or after `e - n`; `None`: see `reverse`
     window: Option<usize>,
+    /// the signal run backwards, for unbounded signals (`None` when it could not be built: the
+    /// rule is then confirmed over the whole text)
+    reverse: Option<Reverse>,
+}
+
+/// A signal compiled to run backwards from an end, with a cache per concurrent scan.
+struct Reverse {
+    dfa: HybridDfa,
+    caches: Mutex<Vec<HybridCache>>,
+}
+
+impl Reverse {
+    fn build(pattern: &str) -> Option<Self> {
+        let dfa = HybridDfa::builder()
+            .configure(HybridDfa::config().match_kind(MatchKind::All))
+            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .thompson(thompson::Config::new().reverse(true))
+            .build(pattern)
+            .ok()?;
+        Some(Self {
+            dfa,
+            caches: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The leftmost start of a match of the signal ending exactly at each of `ends` (sorted),
+    /// or `None` when one has none (the engines disagree: confirm over the whole text) or
+    /// the runs back add up to more than `budget` bytes (keeps the work linear).
+    fn starts(&self, data: &[u8], ends: &[usize], budget: usize) -> Option<Vec<usize>> {
+        let pooled = self.caches.lock().ok().and_then(|mut pool| pool.pop());
+        let mut cache = pooled.unwrap_or_else(|| self.dfa.create_cache());
+        let mut starts = Vec::with_capacity(ends.len());
+        let mut spent = 0usize;
+        for &end in ends {
+            let input = Input::new(data).range(..end).anchored(Anchored::Yes);
+            match self.dfa.try_search_rev(&mut cache, &input) {
+                Ok(Some(found)) => {
+                    let start = found.offset();
+                    spent += end - start;
+                    if spent > budget {
+                        starts.clear();
+                        break;
+                    }
+                    starts.push(start);
+                }
+                _ => {
+                    starts.clear();
+                    break;
+                }
+            }
+        }
+        if let Ok(mut pool) = self.caches.lock() {
+            pool.push(cache);
+        }
+        (starts.len() == ends.len()).then_some(starts)
+    }
 }
 
 impl Signal {
@@ -262,27 +358,32 @@ impl Signal {
             return Self {
                 pattern: regex.to_owned(),
                 window: Some(window),
+                reverse: None,
             };
         }
-        if let Some(prefix) = bounded_prefix(regex) {
-            if let (Some(window), Some(shortest)) = (maximum_len(&prefix), minimum_len(&prefix)) {
-                if shortest > 0 {
-                    return Self {
-                        pattern: prefix,
-                        window: Some(window),
-                    };
-                }
-            }
+        let pattern = match bounded_prefix(regex) {
+            Some(prefix) if minimum_len(&prefix).is_some_and(|shortest| shortest > 0) => prefix,
+            _ => regex.to_owned(),
+        };
+        if let Some(window) = maximum_len(&pattern) {
+            return Self {
+                pattern,
+                window: Some(window),
+                reverse: None,
+            };
         }
+        let reverse = Reverse::build(&pattern);
         Self {
-            pattern: regex.to_owned(),
+            pattern,
             window: None,
+            reverse,
         }
     }
 
-    /// Every end for windowed signals, the first match only for the others.
+    /// Every end for windowed signals, the first match only for those confirmed over the
+    /// whole text.
     fn flags(&self) -> u32 {
-        if self.window.is_some() {
+        if self.window.is_some() || self.reverse.is_some() {
             0
         } else {
             hs::FLAG_SINGLEMATCH
@@ -369,8 +470,28 @@ fn last_top_level_group(bytes: &[u8]) -> Option<(usize, usize)> {
 enum Candidate {
     /// confirm over the whole text
     Full,
-    /// the signal's ends (sorted) and the rule's window: confirm only in the windows before them
-    Ends(Vec<usize>, usize),
+    /// the signal's ends (sorted) and, for each, the earliest start of a match of the rule
+    /// that reaches it or a later end (suffix minima): confirm only from there
+    Ends(Vec<usize>, Vec<usize>),
+}
+
+impl Candidate {
+    /// Windows for a rule's signal ends (sorted, deduplicated).
+    fn windows(signal: &Signal, data: &[u8], ends: Vec<usize>) -> Self {
+        let starts = match (signal.window, &signal.reverse) {
+            (Some(window), _) => ends.iter().map(|e| e.saturating_sub(window)).collect(),
+            (None, Some(reverse)) => match reverse.starts(data, &ends, 2 * data.len() + 4096) {
+                Some(starts) => starts,
+                None => return Self::Full,
+            },
+            (None, None) => return Self::Full,
+        };
+        let mut bounds: Vec<usize> = starts;
+        for i in (0..bounds.len().saturating_sub(1)).rev() {
+            bounds[i] = bounds[i].min(bounds[i + 1]);
+        }
+        Self::Ends(ends, bounds)
+    }
 }
 
 impl Scanner {
@@ -540,11 +661,12 @@ impl Scanner {
             while let Some(before) = outside.next_if(|&o| o < index) {
                 out.push((before, Candidate::Full));
             }
-            let candidate = match self.rules[index].signal.window {
-                Some(window) => {
-                    Candidate::Ends(ends[first..cursor].iter().map(|e| e.1).collect(), window)
-                }
-                None => Candidate::Full,
+            let signal = &self.rules[index].signal;
+            let candidate = if signal.flags() & hs::FLAG_SINGLEMATCH != 0 {
+                Candidate::Full
+            } else {
+                let rule_ends = ends[first..cursor].iter().map(|e| e.1).collect();
+                Candidate::windows(signal, data, rule_ends)
             };
             out.push((index, candidate));
         }
@@ -564,7 +686,7 @@ impl Scanner {
         for &(index, ref candidate) in &candidates {
             let ends = match candidate {
                 Candidate::Full => None,
-                Candidate::Ends(ends, window) => Some((ends.as_slice(), *window)),
+                Candidate::Ends(ends, starts) => Some((ends.as_slice(), starts.as_slice())),
             };
             found.clear();
             self.rule_findings(index, data, first_only, ends, &mut found);
@@ -630,48 +752,49 @@ impl Scanner {
 
     /// Byte-offset findings of one rule, in match order; `first_only` stops at the first.
     ///
-    /// With `ends` (every signal end from the database and the rule's window; see `Signal`) the
-    /// regex only searches from `window` bytes before the next end past the current position: a
-    /// match starting at or after the position has its signal end past it, so it cannot start
-    /// earlier. The matches found are exactly the leftmost-first, non-overlapping ones of a full
-    /// scan, and each byte is searched at most once.
+    /// With `ends` (every signal end from the database, sorted, and for each the earliest start
+    /// of a match reaching it or a later end; see `Signal`) the regex only searches from that
+    /// start for the next end past the current position: a match starting at or after the
+    /// position has its signal end past it, so it cannot start earlier. The matches found are
+    /// exactly the leftmost-first, non-overlapping ones of a full scan.
     fn rule_findings(
         &self,
         index: usize,
         data: &[u8],
         first_only: bool,
-        ends: Option<(&[usize], usize)>,
+        ends: Option<(&[usize], &[usize])>,
         out: &mut Vec<[usize; 5]>,
     ) {
         let rule = &self.rules[index];
-        let Some((ends, window)) = ends else {
-            for caps in rule.regex.captures_iter(data) {
-                if self.record(index, &caps, out) && first_only {
-                    return;
-                }
-            }
-            return;
-        };
+        // one set of capture slots for every match of this rule in this text
+        let mut slots = rule.regex.capture_locations();
         let mut position = 0;
         let mut next = 0;
         loop {
-            while next < ends.len() && ends[next] <= position {
-                next += 1;
+            let start = match ends {
+                None => position,
+                Some((ends, starts)) => {
+                    while next < ends.len() && ends[next] <= position {
+                        next += 1;
+                    }
+                    let Some(&earliest) = starts.get(next) else {
+                        return;
+                    };
+                    position.max(earliest)
+                }
+            };
+            if start > data.len() {
+                return;
             }
-            let Some(&end) = ends.get(next) else {
+            let Some(whole) = rule.regex.captures_read_at(&mut slots, data, start) else {
                 return;
             };
-            let start = position.max(end.saturating_sub(window));
-            let Some(caps) = rule.regex.captures_at(data, start) else {
-                return;
-            };
-            let Some(whole) = caps.get(0) else { return };
             position = if whole.end() > whole.start() {
                 whole.end()
             } else {
                 whole.end() + 1
             };
-            if self.record(index, &caps, out) && first_only {
+            if self.record(index, data, &slots, out) && first_only {
                 return;
             }
         }
@@ -681,23 +804,20 @@ impl Scanner {
     fn record(
         &self,
         index: usize,
-        caps: &regex::bytes::Captures<'_>,
+        data: &[u8],
+        slots: &CaptureLocations,
         out: &mut Vec<[usize; 5]>,
     ) -> bool {
         let rule = &self.rules[index];
-        let (Some(whole), Some(secret)) = (caps.get(0), caps.get(rule.secret_group)) else {
+        let (Some((start, end)), Some((secret_start, secret_end))) =
+            (slots.get(0), slots.get(rule.secret_group))
+        else {
             return false;
         };
-        if !self.keep(rule, secret.as_bytes()) {
+        if !self.keep(rule, &data[secret_start..secret_end]) {
             return false;
         }
-        out.push([
-            whole.start(),
-            index,
-            whole.end(),
-            secret.start(),
-            secret.end(),
-        ]);
+        out.push([start, index, end, secret_start, secret_end]);
         true
     }
 
@@ -1062,16 +1182,74 @@ mod tests {
             bounded_prefix(r"x[)|(\]]{3}\((?:y+)").as_deref(),
             Some(r"x[)|(\]]{3}\(")
         );
-        // shapes without a plain trailing group: whole pattern, first match only
-        for regex in [r"a|b(c+)", r"(a+)", r"ab(c)+", r"ab(c+)d", r"(x*)(y+)"] {
+        // shapes without a plain trailing group, or whose prefix can be empty: the whole
+        // pattern, bounded backwards from each end
+        for regex in [
+            r"a|b(c+)",
+            r"(a+)",
+            r"ab(c)+",
+            r"ab(c+)d",
+            r"(x*)(y+)",
+            r"a?(?:b+)",
+        ] {
             let signal = Signal::of(regex);
+            assert_eq!(signal.pattern, regex);
             assert!(
-                signal.window.is_none() || signal.pattern == regex,
-                "{regex}: {signal:?}"
+                signal.window.is_none() && signal.reverse.is_some(),
+                "{regex}"
             );
+            assert_eq!(signal.flags(), 0, "{regex}");
         }
-        // a prefix that can be empty bounds nothing
-        assert!(Signal::of(r"a?(?:b+)").window.is_none());
+        // an unbounded prefix stays the signal, bounded backwards
+        let spaced = r"(?i)key[ \t]*=[ \t]*([a-z]{8})(?:[^a-z]+|\z)";
+        let signal = Signal::of(spaced);
+        assert_eq!(signal.pattern, r"(?i)key[ \t]*=[ \t]*([a-z]{8})");
+        assert!(signal.window.is_none() && signal.reverse.is_some());
+    }
+
+    /// Findings of a one-rule scanner equal the regex's own leftmost-first matches.
+    fn agrees_with_full_scan(regex: &str, text: &[u8]) -> usize {
+        let json = serde_json::json!({"rules": [{"id": "t", "regex": regex}]}).to_string();
+        let scanner = Scanner::from_json(&json).expect("compiles");
+        let got: Vec<(usize, usize)> = scanner
+            .find(text)
+            .iter()
+            .map(|f| (f.start, f.end))
+            .collect();
+        let full = build_regex(regex).expect("regex");
+        let expected: Vec<(usize, usize)> = full
+            .find_iter(text)
+            .map(|m| {
+                // all-ASCII texts here: byte offsets are character offsets
+                (m.start(), m.end())
+            })
+            .collect();
+        assert_eq!(got, expected, "{regex}");
+        got.len()
+    }
+
+    #[test]
+    fn unbounded_signals_are_confirmed_in_windows_from_their_ends() {
+        let spaced = r"(?i)key[ \t]*=[ \t]*([a-z]{8})(?:[^a-z]+|\z)";
+        let mut text = b"KEY = abcdefgh; key=abcdefghij key\t\t=\tzzzzzzzz,".to_vec();
+        text.extend(std::iter::repeat_n(b' ', 10_000));
+        text.extend(b"=qwertyui key");
+        text.extend(std::iter::repeat_n(b' ', 10_000));
+        text.extend(b"=asdfghjk");
+        assert_eq!(agrees_with_full_scan(spaced, &text), 3);
+        // a whole-pattern signal with a long run: the bounds exceed the budget, and the rule is
+        // confirmed over the whole text instead, with the same findings
+        let run = r"\b(tok-[a-z]{4}[a-z]*)";
+        let mut long = b"tok-abcd tok-".to_vec();
+        long.extend(std::iter::repeat_n(b'q', 50_000));
+        long.extend(b" tok-zz tok-wxyz");
+        assert_eq!(agrees_with_full_scan(run, &long), 3);
+        let pem =
+            r"(-----BEGIN KEY-----[A-Za-z0-9+/=\r\n]{16}[A-Za-z0-9+/=\r\n]*-----END KEY-----)";
+        let mut body = b"x -----BEGIN KEY-----\n".to_vec();
+        body.extend(std::iter::repeat_n(b'A', 5_000));
+        body.extend(b"\n-----END KEY----- and -----BEGIN KEY-----short-----END KEY-----");
+        assert_eq!(agrees_with_full_scan(pem, &body), 1);
     }
 
     #[test]
