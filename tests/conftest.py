@@ -1,16 +1,17 @@
-"""Shared fixtures: environment isolation and frames built on ``memframe.testing``."""
+"""Shared fixtures: environment isolation, fake providers, and frames from memframe's own pytest
+plugin (``memframe.testing.pytest_plugin``: ``memframe_open``, ``memframe_frame``…)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memframe.frame import MemoryFrame
-from memframe.testing import open_test_frame
+from memframe.testing import FrameFactory
 
 # CI runs the whole suite a second time with MEMFRAME_BACKEND=python: that one variable is kept.
 KEPT_ENV_VARS = frozenset({"MEMFRAME_BACKEND"})
@@ -68,24 +69,30 @@ def fake_openai() -> Iterator[Any]:
     yield from _serve_fake("openai")
 
 
-@pytest.fixture
-def frame_factory(tmp_path) -> Iterator[Callable[..., MemoryFrame]]:
-    """Open strict test frames in ``tmp_path`` (shared home: a second frame sees the first's
-    state); every frame still open at teardown is closed."""
-    opened: list[MemoryFrame] = []
+def pytest_configure(config: pytest.Config) -> None:
+    """memframe's pytest plugin comes through its ``pytest11`` entry point; a development
+    install older than that entry point (``./dev setup`` reinstalls) gets it here instead."""
+    from memframe.testing import pytest_plugin
 
-    def factory(*, layers: Any = (), **options: Any) -> MemoryFrame:
-        frame = open_test_frame(tmp_path, layers=layers, **options)
-        opened.append(frame)
-        return frame
-
-    yield factory
-    for frame in opened:
-        frame.close()
+    if not config.pluginmanager.is_registered(pytest_plugin):
+        config.pluginmanager.register(pytest_plugin, "memframe")
 
 
 @pytest.fixture
-def tmp_frame(frame_factory) -> MemoryFrame:
+def frame_factory(memframe_open: FrameFactory) -> FrameFactory:
+    """``memframe_open`` with background work on worker threads, as in production (pass
+    ``synchronous_background=True`` for inline work). Strict test frames in ``tmp_path``, sharing
+    its home (a second frame sees the first's state); every frame is closed at teardown."""
+
+    def factory(**options: Any) -> MemoryFrame:
+        options.setdefault("synchronous_background", False)
+        return memframe_open(**options)
+
+    return factory
+
+
+@pytest.fixture
+def tmp_frame(frame_factory: FrameFactory) -> MemoryFrame:
     """A strict frame with no layers, isolated in ``tmp_path``."""
     return frame_factory()
 

@@ -42,6 +42,7 @@ RUNNABLE_DOCS = (
     "magic-docs.md",
     "team-sync.md",
     "integrations.md",
+    "testing.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
 FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
@@ -288,8 +289,14 @@ def test_python_block_runs(path: Path, line: int, code: str, tmp_path: Path) -> 
         timeout=BLOCK_TIMEOUT,
         check=False,
     )
+    hint = ""
+    if re.search(r"fixture 'memframe_\w+' not found", result.stdout):
+        hint = (
+            "memframe's pytest plugin did not load: is this memframe installed with its pytest11 "
+            "entry point (./dev setup reinstalls when pyproject.toml changed)?\n"
+        )
     assert result.returncode == 0, (
-        f"the example at {where} failed (exit {result.returncode})\n"
+        f"{hint}the example at {where} failed (exit {result.returncode})\n"
         f"--- code ---\n{code}--- stdout ---\n{result.stdout}--- stderr ---\n{result.stderr}"
     )
 

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memframe.hookspecs import hookimpl
 from memframe.models import ModelRequest, ModelResponse, ToolCall
 
 MEMDIR = "memframe.layers.memdir:MemdirLayer"
@@ -98,38 +97,15 @@ def memory_files(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in found if not p.name.startswith("."))
 
 
-def with_backend(backend: Any) -> object:
-    """A layer registering ``backend`` under its own name (select it with ``model=name``)."""
+def held_until(release: threading.Event, text: str = "Nothing worth saving.") -> Any:
+    """A scripted reply that blocks its call until ``release`` is set (for tests of background
+    work on worker threads: "never blocks the caller", one run at a time)."""
 
-    class Provide:
-        name = "provide-backend"
+    def reply(request: ModelRequest) -> str:
+        assert release.wait(20), "the test never released the model call"
+        return text
 
-        @hookimpl
-        def register_model_backends(self, register):
-            register(backend.name, lambda options, env: backend)
-
-    return Provide()
-
-
-class ScriptedBackend:
-    """A real-model stand-in (no ``supports``): answers from a script, records every request."""
-
-    name = "scripted"
-
-    def __init__(self, *replies: Any) -> None:
-        self.replies = list(replies)
-        self.requests: list[ModelRequest] = []
-        self.lock = threading.Lock()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        with self.lock:
-            self.requests.append(request)
-            reply = self.replies.pop(0) if self.replies else ModelResponse(text="done")
-        if isinstance(reply, BaseException):
-            raise reply
-        if isinstance(reply, str):
-            return ModelResponse(text=reply)
-        return reply(request) if callable(reply) else reply
+    return reply
 
 
 def writes(*files: tuple[str | Path, str]) -> ModelResponse:

@@ -20,16 +20,15 @@ from memframe.layers.dream import DreamLayer
 from memframe.memdir import MemoryStore, load_for_prompt
 from memframe.memdir.lock import ConsolidationLock, pid_alive
 from memframe.models import ModelError, ModelResponse, ToolCall
+from memframe.testing import ScriptedBackend
 from tests.layers.memdir_helpers import (
     DAY,
     DREAM,
     HOUR,
     MEMDIR,
-    ScriptedBackend,
     index_entries,
     memory_files,
     private_dir,
-    with_backend,
     write_memory,
     write_settings,
 )
@@ -44,9 +43,12 @@ def dream_of(frame) -> DreamLayer:
 
 
 @pytest.fixture
-def dr_frame(frame_factory):
+def dr_frame(memframe_open):
+    """Frames with memdir and dream; background work (the consolidation a session end starts)
+    runs inline, so it is done when ``close()`` returns."""
+
     def make(**options):
-        return frame_factory(builtin_layers=[MEMDIR, DREAM], **options)
+        return memframe_open(builtin_layers=[MEMDIR, DREAM], **options)
 
     return make
 
@@ -322,15 +324,15 @@ def test_the_rebuilt_index_stays_within_its_limits(dr_frame):
 
 def test_a_failing_backend_rolls_everything_back(dr_frame):
     backend = ScriptedBackend()
-    frame = dr_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = dr_frame(model=backend)
     dream = dream_of(frame)
     root = dream.store.root
     seed(root)
     delete = ToolCall("d1", "Delete", {"file_path": str(root / "oncall.md")})
-    backend.replies = [
+    backend.script(
         ModelResponse(tool_calls=(delete,), stop_reason="tool_use"),
         ModelError("the provider went away"),
-    ]
+    )
     dream.store.rebuild_index()
     lock = make_lock(root, age=3 * DAY, body="")
     previous = lock.stat().st_mtime
@@ -347,7 +349,7 @@ def test_a_failing_backend_rolls_everything_back(dr_frame):
 
 def test_rollback_restores_a_previous_body_and_removes_a_new_lock(dr_frame):
     backend = ScriptedBackend(ModelError("boom"), ModelError("boom"))
-    frame = dr_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = dr_frame(model=backend)
     dream = dream_of(frame)
     root = dream.store.root
     seed(root)
@@ -375,7 +377,7 @@ def test_a_backend_that_cannot_consolidate_is_an_error_and_rolls_back(dr_frame):
         def complete(self, request):  # pragma: no cover - never called
             raise AssertionError("called")
 
-    frame = dr_frame(layers=[with_backend(NoDream())], model="no-dream")
+    frame = dr_frame(model=NoDream())
     dream = dream_of(frame)
     seed(dream.store.root)
     lock = make_lock(dream.store.root, age=3 * DAY)
@@ -398,7 +400,7 @@ def test_a_model_may_not_touch_anything_outside_the_memory_dir(dr_frame, tmp_pat
             stop_reason="tool_use",
         )
     )
-    frame = dr_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = dr_frame(model=backend)
     dream = dream_of(frame)
     seed(dream.store.root)
     result = dream.consolidate()
@@ -423,7 +425,7 @@ def test_a_consolidated_team_memory_is_saved_with_its_secrets_redacted(dr_frame)
             stop_reason="tool_use",
         )
     )
-    frame = dr_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = dr_frame(model=backend)
     dream = dream_of(frame)
     seed(dream.store.root)
     result = dream.consolidate()
@@ -565,7 +567,6 @@ def test_session_end_consolidates_in_the_background(dr_frame):
     make_sessions(frame, [f"earlier-{n}" for n in range(5)])
     session = frame.session("current")
     session.close()
-    frame.flush()
     assert lock.stat().st_mtime > before + DAY
     assert lock.read_text() == ""
     files = memory_files(root)
@@ -584,7 +585,6 @@ def test_session_end_with_a_gate_closed_does_nothing(dr_frame):
     make_sessions(frame, [f"earlier-{n}" for n in range(4)])
     files = memory_files(root)
     frame.session("current").close()
-    frame.flush()
     assert lock.stat().st_mtime == before
     assert memory_files(root) == files
 
@@ -599,7 +599,6 @@ def test_session_end_respects_a_holder(dr_frame):
         lock = make_lock(root, age=30 * HOUR, body=f"{sleeper.pid}\n")  # stale by age: reclaimed
         make_sessions(frame, [f"earlier-{n}" for n in range(5)])
         frame.session("current").close()
-        frame.flush()
         assert lock.read_text() == ""
         assert "tabs-old.md" not in memory_files(root)
     finally:

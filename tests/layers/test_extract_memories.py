@@ -21,18 +21,18 @@ from memframe.memdir.files import MEMORY_TYPES
 from memframe.models import ModelError, ModelRequest, ModelResponse
 from memframe.models.offline import OfflineBackend
 from memframe.replay import replay
+from memframe.testing import ScriptedBackend
 from tests.layers.memdir_helpers import (
     ALL_MEMORY_LAYERS,
     EXTRACT,
     MEMDIR,
-    ScriptedBackend,
     assistant,
+    held_until,
     index_entries,
     memory_files,
     memory_text,
     tool_result,
     user,
-    with_backend,
     write_settings,
     writes,
 )
@@ -56,9 +56,12 @@ def cursor(session) -> int:
 
 
 @pytest.fixture
-def ex_frame(frame_factory):
+def ex_frame(memframe_open):
+    """Frames with memdir and extraction; the extraction runs inline (done when ``on_stop``
+    returns) unless a test about concurrency passes ``synchronous_background=False``."""
+
     def make(**options):
-        return frame_factory(builtin_layers=[MEMDIR, EXTRACT], **options)
+        return memframe_open(builtin_layers=[MEMDIR, EXTRACT], **options)
 
     return make
 
@@ -106,33 +109,10 @@ class RecordingOffline(OfflineBackend):
         return [r for r in self.requests if r.messages[-1]["content"][-1]["type"] == "text"]
 
 
-class GatedBackend:
-    """A real model stand-in that blocks each call until released and counts concurrency."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.started = threading.Event()
-        self.active = 0
-        self.peak = 0
-        self.calls = 0
-        self.requests: list[ModelRequest] = []
-        self.lock = threading.Lock()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        with self.lock:
-            self.active += 1
-            self.calls += 1
-            self.peak = max(self.peak, self.active)
-            self.requests.append(request)
-        self.started.set()
-        try:
-            assert self.release.wait(20)
-            return ModelResponse(text="Nothing worth saving.")
-        finally:
-            with self.lock:
-                self.active -= 1
+def threaded_frame(ex_frame, release: threading.Event) -> tuple[ScriptedBackend, Any]:
+    """A frame whose extractions run on worker threads, each model call held until ``release``."""
+    backend = ScriptedBackend(name="gated", default=held_until(release))
+    return backend, ex_frame(model=backend, synchronous_background=False)
 
 
 STATEMENTS = [
@@ -210,22 +190,22 @@ def test_small_talk_saves_nothing(ex_frame):
 
 
 def test_it_never_blocks_the_caller(ex_frame):
-    backend = GatedBackend()
-    frame = ex_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(ex_frame, release)
     session = frame.session("s1")
     session.on_message(user(STATEMENTS[2]))
     session.on_message(assistant("Ok."))
     start = time.monotonic()
     session.on_stop()
     assert time.monotonic() - start < 0.5  # the model call blocks for up to 20 s
-    assert backend.started.wait(5)  # the model call is running (and blocked) ...
+    assert backend.wait_for_requests(1, timeout=5)  # the model call is running (and blocked) ...
     started = time.monotonic()
     session.on_message(user("And another thing."))
     session.on_message(assistant("Yes?"))
     session.on_stop()  # ... and on_stop returns at once all the same
     assert time.monotonic() - started < 0.5
     assert runs(session)[0]["status"] == "pending"
-    backend.release.set()
+    release.set()
     frame.flush()
     assert [r["status"] for r in runs(session)] == ["nothing", "nothing"]
 
@@ -284,7 +264,7 @@ def agent_writes(session, path: str, tool: str = "Write", **extra: Any) -> None:
 
 def test_skipped_when_the_agent_wrote_into_the_memory_dir(ex_frame):
     backend = RecordingOffline()
-    frame = ex_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = ex_frame(model=backend)
     root = extractor_of(frame).store.root
     session = frame.session("s1")
     session.on_message(user("Remember that the release branch is frozen."))
@@ -351,7 +331,7 @@ def test_which_writes_count_as_the_agent_remembering(ex_frame, tmp_path, tool, w
 
 def test_a_later_stop_extracts_only_the_new_part(ex_frame):
     backend = RecordingOffline()
-    frame = ex_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = ex_frame(model=backend)
     store = extractor_of(frame).store
     session = frame.session("s1")
     turn(session, "Always use tabs.")
@@ -384,35 +364,35 @@ def test_the_cursor_never_moves_back(ex_frame):
     """A skip while an extraction is in flight advances the cursor past the agent's own memory
     write; the extraction finishing afterwards must not move it back before that write (or the
     next turn is skipped again and what the user says in it is never extracted)."""
-    backend = GatedBackend()
-    frame = ex_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(ex_frame, release)
     root = extractor_of(frame).store.root
     session = frame.session("s1")
     turn(session, "Hello.")  # extraction 1 starts and blocks
-    assert backend.started.wait(5)
+    assert backend.wait_for_requests(1, timeout=5)
     session.on_message(user("Remember that the API is versioned."))
     agent_writes(session, str(root / "api.md"), content="x")
     session.on_message(assistant("Saved."))
     session.on_stop()  # the agent remembered by itself: skipped, cursor past it
     assert runs(session)[-1]["status"] == "skipped"
     assert cursor(session) == 6
-    backend.release.set()
+    release.set()
     frame.flush()
     assert cursor(session) >= 6
 
 
 def test_a_turn_after_a_skip_during_an_extraction_is_extracted(ex_frame):
-    backend = GatedBackend()
-    frame = ex_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(ex_frame, release)
     root = extractor_of(frame).store.root
     session = frame.session("s1")
     turn(session, "Hello.")
-    assert backend.started.wait(5)
+    assert backend.wait_for_requests(1, timeout=5)
     session.on_message(user("Remember that the API is versioned."))
     agent_writes(session, str(root / "api.md"), content="x")
     session.on_message(assistant("Saved."))
     session.on_stop()
-    backend.release.set()
+    release.set()
     frame.flush()
     turn(session, "Never deploy on Fridays.")
     frame.flush()
@@ -424,11 +404,11 @@ def test_a_turn_after_a_skip_during_an_extraction_is_extracted(ex_frame):
 
 
 def test_one_at_a_time_and_a_single_trailing_run(ex_frame):
-    backend = GatedBackend()
-    frame = ex_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(ex_frame, release)
     session = frame.session("s1")
     turn(session, "Always use tabs.")
-    assert backend.started.wait(5)
+    assert backend.wait_for_requests(1, timeout=5)
     start = time.monotonic()
     turn(session, "Never use spaces.")
     turn(session, "I prefer vim.")
@@ -436,10 +416,10 @@ def test_one_at_a_time_and_a_single_trailing_run(ex_frame):
     assert time.monotonic() - start < 0.5
     statuses = [r["status"] for r in runs(session)]
     assert statuses == ["pending", "coalesced", "coalesced", "pending"]
-    backend.release.set()
+    release.set()
     frame.flush()
     assert backend.calls == 2
-    assert backend.peak == 1
+    assert backend.max_concurrent == 1
     assert [r["status"] for r in runs(session)] == ["nothing", "coalesced", "coalesced", "nothing"]
     # the trailing run saw the newest conversation
     assert backend.requests[1].task["conversation_end"] == 8
@@ -447,16 +427,15 @@ def test_one_at_a_time_and_a_single_trailing_run(ex_frame):
 
 
 def test_runs_of_different_sessions_are_independent(ex_frame):
-    backend = GatedBackend()
-    frame = ex_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(ex_frame, release)
     one, two = frame.session("s1"), frame.session("s2")
     turn(one, "Always use tabs.")
     turn(two, "Never use spaces.")
-    deadline = time.monotonic() + 5
-    while backend.calls < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert backend.calls == 2  # not serialised behind each other
-    backend.release.set()
+    # not serialised behind each other: both calls are in progress at once
+    assert backend.wait_for_requests(2, timeout=5)
+    assert backend.max_concurrent == 2
+    release.set()
     frame.flush()
 
 
@@ -467,8 +446,8 @@ def test_a_model_failure_is_recorded_and_reported(frame_factory):
     backend = ScriptedBackend(ModelError("provider down"))
     frame = frame_factory(
         builtin_layers=[MEMDIR, EXTRACT],
-        layers=[with_backend(backend), recorder],
-        model=backend.name,
+        layers=[recorder],
+        model=backend,
         strict=False,
     )
     session = frame.session("s1")
@@ -494,7 +473,7 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 def scripted_run(ex_frame, *replies):
     backend = ScriptedBackend(*replies)
-    frame = ex_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = ex_frame(model=backend)
     store = extractor_of(frame).store
     return backend, frame, store
 
@@ -690,7 +669,7 @@ def test_state_records_survive_in_the_state_file(ex_frame):
 
 def test_the_prompts_say_never_to_save_credentials_or_personal_data(ex_frame):
     backend = ScriptedBackend("Nothing worth saving.")
-    frame = ex_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = ex_frame(model=backend)
     session = frame.session("s1")
     instructions = "\n".join(b.text for b in session.context_blocks(None) if b.title == "Memory")
     turn(session, "We deploy with make deploy; the staging token is in 1Password.")

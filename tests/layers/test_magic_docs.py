@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memframe.hookspecs import hookimpl
 from memframe.layers.magic_docs import MagicDocsLayer, detect
 from memframe.models import ModelRequest, ModelResponse, ToolCall
+from memframe.testing import ScriptedBackend
 from tests.fakes.providers import RecordedRequest, anthropic_text, anthropic_tool_use
 from tests.integration.cli_runner import run_memframe
 
@@ -83,13 +83,24 @@ def project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def anthropic_frame(frame_factory, fake_anthropic, monkeypatch, tmp_path, project):
+def md_frame(memframe_open):
+    """Frames with the Magic Docs layer; updates run inline (done when ``on_stop`` returns)
+    unless a test passes ``synchronous_background=False``."""
+
+    def make(**options):
+        return memframe_open(builtin_layers=[MAGIC_DOCS], **options)
+
+    return make
+
+
+@pytest.fixture
+def anthropic_frame(md_frame, fake_anthropic, monkeypatch, tmp_path, project):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_anthropic.base_url)
     (tmp_path / "config").mkdir()
     settings = {"models": {"anthropic": {"backoff_base": 0.001}}}
     (tmp_path / "config" / "settings.json").write_text(json.dumps(settings))
-    return frame_factory(builtin_layers=[MAGIC_DOCS], model="anthropic")
+    return md_frame(model="anthropic")
 
 
 def idle_turn(session, text: str = "Added POST /items.", msg_id: str = "m1") -> None:
@@ -254,61 +265,43 @@ def test_removing_the_header_or_the_file_untracks(anthropic_frame, fake_anthropi
     assert layer_of(frame).docs(session) == {}
 
 
-class SlowEditor:
-    """Edits each doc it is asked about, slowly, and records concurrency."""
-
-    name = "slow-editor"
-
-    def __init__(self) -> None:
-        self.active = 0
-        self.peak = 0
-        self.docs: list[str] = []
-        self.lock = threading.Lock()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        import time
-
-        with self.lock:
-            self.active += 1
-            self.peak = max(self.peak, self.active)
-        try:
-            time.sleep(0.05)
-            last = request.messages[-1]["content"]
-            if isinstance(last, list) and last and last[0].get("type") == "tool_result":
-                return ModelResponse(text="done")
-            path = request.task["doc_path"]
-            self.docs.append(path)
-            return ModelResponse(
-                tool_calls=(
-                    ToolCall(
-                        "e1",
-                        "Edit",
-                        {"file_path": path, "old_string": "- old\n", "new_string": "- new\n"},
-                    ),
-                ),
-                stop_reason="tool_use",
-            )
-        finally:
-            with self.lock:
-                self.active -= 1
+def answers_tool_calls(request: ModelRequest) -> bool:
+    """Whether the request carries the results of the model's tool calls (not a new update)."""
+    last = request.messages[-1]["content"]
+    return isinstance(last, list) and bool(last) and last[0].get("type") == "tool_result"
 
 
-def with_backend(backend: Any) -> object:
-    class Provide:
-        name = "provide-backend"
-
-        @hookimpl
-        def register_model_backends(self, register):
-            register(backend.name, lambda options, env: backend)
-
-    return Provide()
-
-
-def test_two_docs_are_updated_one_after_the_other(frame_factory, project):
-    editor = SlowEditor()
-    frame = frame_factory(
-        builtin_layers=[MAGIC_DOCS], layers=[with_backend(editor)], model="slow-editor"
+def edit_old_to_new(request: ModelRequest) -> ModelResponse:
+    """A model that edits the doc it is asked about (``- old`` becomes ``- new``), then stops."""
+    if answers_tool_calls(request):
+        return ModelResponse(text="done")
+    path = request.task["doc_path"]
+    return ModelResponse(
+        tool_calls=(
+            ToolCall(
+                "e1", "Edit", {"file_path": path, "old_string": "- old\n", "new_string": "- new\n"}
+            ),
+        ),
+        stop_reason="tool_use",
     )
+
+
+def editor() -> ScriptedBackend:
+    return ScriptedBackend(name="editor", default=edit_old_to_new)
+
+
+def docs_asked(backend: ScriptedBackend) -> list[str]:
+    """The docs the model was asked to update (each update's opening request), in order."""
+    return [r.task["doc_path"] for r in backend.requests if not answers_tool_calls(r)]
+
+
+def test_two_docs_are_updated_one_after_the_other(md_frame, project):
+    def slow_edit(request: ModelRequest) -> ModelResponse:
+        time.sleep(0.05)  # a window in which a second update, were one running, would overlap
+        return edit_old_to_new(request)
+
+    model = ScriptedBackend(name="slow-editor", default=slow_edit)
+    frame = md_frame(model=model, synchronous_background=False)
     session = frame.session("s1")
     paths = []
     for name in ("A.md", "B.md"):
@@ -318,26 +311,24 @@ def test_two_docs_are_updated_one_after_the_other(frame_factory, project):
         paths.append(str(path))
     idle_turn(session)
     frame.flush()
-    assert sorted(editor.docs) == paths
-    assert editor.peak == 1
+    assert sorted(docs_asked(model)) == paths
+    assert model.max_concurrent == 1
     assert all((Path(p).read_text().endswith("- new\n")) for p in paths)
 
 
-def test_rate_limit_and_unchanged_updates_keep_mtime(frame_factory, project, tmp_path):
-    editor = SlowEditor()
-    frame = frame_factory(
-        builtin_layers=[MAGIC_DOCS], layers=[with_backend(editor)], model="slow-editor"
-    )
+def test_rate_limit_and_unchanged_updates_keep_mtime(md_frame, project, tmp_path):
+    model = editor()
+    frame = md_frame(model=model)
     session = frame.session("s1")
     doc = project / "docs" / "C.md"
     doc.write_text("# MAGIC DOC: C\n- old\n")
     session.on_file_read(str(doc), None)
     idle_turn(session)
     frame.flush()
-    assert editor.docs == [str(doc)]
+    assert docs_asked(model) == [str(doc)]
     idle_turn(session, msg_id="m2")  # within the 300 s interval: not due
     frame.flush()
-    assert editor.docs == [str(doc)]
+    assert docs_asked(model) == [str(doc)]
     run = session.state.section("magic_docs")["runs"][-1]
     assert run["docs"] == {str(doc): "not due"}
     # due again, but the model's edit cannot apply ("- old" is gone): nothing is written
@@ -349,8 +340,8 @@ def test_rate_limit_and_unchanged_updates_keep_mtime(frame_factory, project, tmp
     assert session.state.section("magic_docs")["runs"][-1]["docs"] == {str(doc): "unchanged"}
 
 
-def test_offline_skips_and_says_so_once(frame_factory, project, caplog):
-    frame = frame_factory(builtin_layers=[MAGIC_DOCS])
+def test_offline_skips_and_says_so_once(md_frame, project, caplog):
+    frame = md_frame()
     session = frame.session("s1")
     doc = project / "docs" / "API.md"
     session.on_file_read(str(doc), None)
@@ -368,11 +359,9 @@ def test_offline_skips_and_says_so_once(frame_factory, project, caplog):
     assert outcome.startswith("skipped: ")
 
 
-def test_hostile_docs(frame_factory, project):
-    editor = SlowEditor()
-    frame = frame_factory(
-        builtin_layers=[MAGIC_DOCS], layers=[with_backend(editor)], model="slow-editor"
-    )
+def test_hostile_docs(md_frame, project):
+    model = editor()
+    frame = md_frame(model=model)
     session = frame.session("s1")
     huge = project / "docs" / "HUGE.md"
     huge.write_text("# MAGIC DOC: Huge\n- old\n" + "x" * 5_000_000)
@@ -391,24 +380,24 @@ def test_hostile_docs(frame_factory, project):
     frame.flush()
     outcomes = session.state.section("magic_docs")["runs"][-1]["docs"]
     assert outcomes[str(huge)].startswith("skipped: the doc is 5,000,")
-    assert str(huge) not in editor.docs
+    assert str(huge) not in docs_asked(model)
     # the CRLF doc: "- old\n" does not occur (it is "- old\r\n"), so the edit fails and the
     # file stays byte for byte; its line endings are never rewritten
     assert crlf.read_bytes() == b"# MAGIC DOC: Windows\r\n_keep CRLF_\r\n- old\r\n"
     assert bare.read_bytes() == b"# MAGIC DOC: No newline\n- new\n- last"
 
 
-def test_tracked_docs_survive_across_processes(frame_factory, project):
-    frame = frame_factory(builtin_layers=[MAGIC_DOCS])
+def test_tracked_docs_survive_across_processes(md_frame, project):
+    frame = md_frame()
     session = frame.session("s1")
     session.on_file_read(str(project / "docs" / "API.md"), None)
     session.close()
-    again = frame_factory(builtin_layers=[MAGIC_DOCS]).session("s1")
+    again = md_frame().session("s1")
     assert list(layer_of(again.frame).docs(again)) == [str(project / "docs" / "API.md")]
 
 
-def test_docs_cli_lists_and_refuses_offline_updates(frame_factory, project, tmp_path):
-    frame = frame_factory(builtin_layers=[MAGIC_DOCS])
+def test_docs_cli_lists_and_refuses_offline_updates(md_frame, project, tmp_path):
+    frame = md_frame()
     session = frame.session("s1")
     session.on_file_read(str(project / "docs" / "API.md"), None)
     session.close()
@@ -436,30 +425,20 @@ def test_docs_cli_lists_and_refuses_offline_updates(frame_factory, project, tmp_
     assert refused.returncode == 2 and "no '# MAGIC DOC: <title>' header" in refused.stderr
 
 
-def test_the_update_prompt_can_be_overridden(frame_factory, project, tmp_path):
+def test_the_update_prompt_can_be_overridden(md_frame, project, tmp_path):
     (tmp_path / "config" / "magic-docs").mkdir(parents=True)
     (tmp_path / "config" / "magic-docs" / "prompt.md").write_text(
         "Refresh {{doc_title}} at {{doc_path}} ({{new_messages}} new). Rules: {{doc_instructions}}"
         "\n---\n{{doc_contents}}"
     )
-    seen: list[str] = []
-
-    class Recorder(SlowEditor):
-        name = "recorder"
-
-        def complete(self, request: ModelRequest) -> ModelResponse:
-            seen.append(request.messages[-1]["content"][-1]["text"])
-            return ModelResponse(text="nothing to change")
-
-    frame = frame_factory(
-        builtin_layers=[MAGIC_DOCS], layers=[with_backend(Recorder())], model="recorder"
-    )
+    model = ScriptedBackend("nothing to change")
+    frame = md_frame(model=model)
     session = frame.session("s1")
     doc = project / "docs" / "API.md"
     session.on_file_read(str(doc), None)
     idle_turn(session)
     frame.flush()
-    assert seen == [
+    assert [r.messages[-1]["content"][-1]["text"] for r in model.requests] == [
         f"Refresh API endpoints at {doc} (2 new). Rules: List every HTTP endpoint with its "
         f"method and purpose.\n---\n{API_DOC}"
     ]

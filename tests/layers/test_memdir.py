@@ -25,14 +25,13 @@ from memframe.memdir import (
 )
 from memframe.memdir.index import update_index
 from memframe.models import ModelError
+from memframe.testing import ScriptedBackend
 from tests.layers.memdir_helpers import (
     DAY,
     MEMDIR,
-    ScriptedBackend,
     index_entries,
     memory_files,
     memory_text,
-    with_backend,
     write_memory,
     write_settings,
 )
@@ -47,9 +46,9 @@ def memdir_of(frame) -> MemdirLayer:
 
 
 @pytest.fixture
-def md_frame(frame_factory):
+def md_frame(memframe_open):
     def make(**options):
-        return frame_factory(builtin_layers=[MEMDIR], **options)
+        return memframe_open(builtin_layers=[MEMDIR], **options)
 
     return make
 
@@ -538,7 +537,7 @@ def test_max_relevant_setting(md_frame, tmp_path):
 def selection_frame(md_frame, backend, tmp_path, selector: str | None = None):
     if selector is not None:
         write_settings(tmp_path, {"memdir": {"selector": selector}})
-    frame = md_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = md_frame(model=backend)
     root = memdir_of(frame).store.root
     write_memory(root, "a.md", "Alpha: the postgres password rotates monthly.", name="Alpha")
     write_memory(root, "b.md", "Bravo: the user likes short answers.", name="Bravo")
@@ -562,7 +561,7 @@ def test_a_real_model_chooses_the_memories(md_frame, tmp_path):
 def test_the_model_answer_is_limited_and_filtered(md_frame, tmp_path):
     backend = ScriptedBackend('Sure: ["c.md", "nope.md", "a.md", 7, "b.md"]')
     write_settings(tmp_path, {"memdir": {"max_relevant": 2}})
-    frame = md_frame(layers=[with_backend(backend)], model=backend.name)
+    frame = md_frame(model=backend)
     root = memdir_of(frame).store.root
     for file in ("a.md", "b.md", "c.md"):
         write_memory(root, file, f"Memory {file}")

@@ -27,9 +27,9 @@ def memdir_of(frame) -> MemdirLayer:
 
 
 @pytest.fixture
-def md_frame(frame_factory):
+def md_frame(memframe_open):
     def make(**options):
-        return frame_factory(builtin_layers=[MEMDIR], **options)
+        return memframe_open(builtin_layers=[MEMDIR], **options)
 
     return make
 

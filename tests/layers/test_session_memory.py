@@ -21,7 +21,9 @@ from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.replay import replay
 from memframe.serial import SerialRunner
 from memframe.session_notes import NotesFormatError, Template, bundled_text, parse_sections
+from memframe.testing import ScriptedBackend
 from memframe.transcripts import open_transcript
+from tests.layers.memdir_helpers import held_until
 
 SESSION_MEMORY = "memframe.layers.session_memory:SessionMemoryLayer"
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
@@ -58,9 +60,12 @@ def extractions(session) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def sm_frame(frame_factory):
+def sm_frame(memframe_open):
+    """Frames with the session memory layer; extractions run inline (done when the hook that
+    triggered them returns) unless a test passes ``synchronous_background=False``."""
+
     def make(**options: Any):
-        return frame_factory(builtin_layers=[SESSION_MEMORY], **options)
+        return memframe_open(builtin_layers=[SESSION_MEMORY], **options)
 
     return make
 
@@ -324,7 +329,7 @@ def test_notes_file_is_private_and_holds_the_template(sm_frame):
 
 
 def test_pre_compact_returns_the_notes(sm_frame):
-    frame = sm_frame()
+    frame = sm_frame(synchronous_background=False)  # pre_compact waits for the extraction
     session = frame.session("s1")
     assert session.pre_compact() == []  # no notes yet
     drive(session)
@@ -354,7 +359,7 @@ def test_pre_compact_cuts_the_notes_to_the_budget(sm_frame):
 
 
 def test_session_end_waits_for_the_extraction(sm_frame):
-    frame = sm_frame()
+    frame = sm_frame(synchronous_background=False)
     session = frame.session("s1")
     drive(session)
     session.close()
@@ -366,45 +371,16 @@ def test_session_end_waits_for_the_extraction(sm_frame):
 # -- one at a time, bounded waits ----------------------------------------------------------------
 
 
-class GatedBackend:
-    """Writes nothing; blocks each call until released; counts concurrency."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        self.release = threading.Event()
-        self.active = 0
-        self.peak = 0
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        with self.lock:
-            self.active += 1
-            self.calls += 1
-            self.peak = max(self.peak, self.active)
-        try:
-            assert self.release.wait(20)
-            return ModelResponse(text="nothing to add")
-        finally:
-            with self.lock:
-                self.active -= 1
-
-
-def with_backend(backend: Any) -> object:
-    class Provide:
-        name = "provide-backend"
-
-        @hookimpl
-        def register_model_backends(self, register):
-            register(backend.name, lambda options, env: backend)
-
-    return Provide()
+def threaded_frame(sm_frame, release: threading.Event) -> tuple[ScriptedBackend, Any]:
+    """A frame whose extractions run on worker threads, each model call held until ``release``;
+    the model writes nothing."""
+    backend = ScriptedBackend(name="gated", default=held_until(release, "nothing to add"))
+    return backend, sm_frame(model=backend, synchronous_background=False)
 
 
 def test_one_extraction_at_a_time_and_triggers_meanwhile_coalesce(sm_frame):
-    backend = GatedBackend()
-    frame = sm_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    backend, frame = threaded_frame(sm_frame, release)
     session = frame.session("s1")
     session.on_message({"role": "user", "content": "go"})
     for n in range(4):  # each idle turn grows by 6,000 tokens: four triggers
@@ -415,9 +391,9 @@ def test_one_extraction_at_a_time_and_triggers_meanwhile_coalesce(sm_frame):
     start = time.monotonic()
     session.on_message(assistant(40_000, msg_id="fast"))  # the caller is never blocked
     assert time.monotonic() - start < 0.5
-    backend.release.set()
+    release.set()
     frame.flush()
-    assert backend.peak == 1
+    assert backend.max_concurrent == 1
     assert backend.calls == 2  # the first, then one trailing run for the latest trigger
     statuses = [e["status"] for e in extractions(session)]
     assert statuses == ["unchanged", "coalesced", "coalesced", "coalesced", "unchanged"]
@@ -439,8 +415,8 @@ def test_wait_is_bounded_and_stale_runs_are_not_waited_for():
 
 
 def test_pre_compact_gives_up_after_the_bound(sm_frame):
-    backend = GatedBackend()
-    frame = sm_frame(layers=[with_backend(backend)], model="gated")
+    release = threading.Event()
+    _, frame = threaded_frame(sm_frame, release)
     assert layer_of(frame).wait_timeout == 15.0
     assert layer_of(frame).stale_after == 60.0
     layer_of(frame).wait_timeout = 0.3
@@ -449,7 +425,7 @@ def test_pre_compact_gives_up_after_the_bound(sm_frame):
     start = time.monotonic()
     assert session.pre_compact() == []
     assert time.monotonic() - start < 3
-    backend.release.set()
+    release.set()
     frame.flush()
 
 
@@ -510,7 +486,7 @@ def test_a_slow_config_provider_never_blocks_on_message(sm_frame):
             release.wait(10)
             return {"session_memory.enabled": False}
 
-    frame = sm_frame(layers=[Slow()])
+    frame = sm_frame(layers=[Slow()], synchronous_background=False)
     session = frame.session("s1")
     start = time.monotonic()
     drive(session)  # defaults apply meanwhile: the extraction fires
@@ -598,21 +574,6 @@ def test_notes_that_are_not_utf8_are_kept_aside(sm_frame):
     TEMPLATE.check(path.read_text())
 
 
-class ScriptedBackend:
-    name = "scripted"
-
-    def __init__(self, *replies: Any) -> None:
-        self.replies = list(replies)
-        self.requests: list[ModelRequest] = []
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        self.requests.append(request)
-        reply = self.replies.pop(0) if self.replies else ModelResponse(text="done")
-        if isinstance(reply, Exception):
-            raise reply
-        return reply(request) if callable(reply) else reply
-
-
 def edit(old: str, new: str, path: str | None = None) -> Any:
     def reply(request: ModelRequest) -> ModelResponse:
         target = path or request.task["notes_path"]
@@ -627,7 +588,7 @@ def edit(old: str, new: str, path: str | None = None) -> Any:
 
 
 def run_with(sm_frame, backend, *, strict: bool = False):
-    frame = sm_frame(layers=[with_backend(backend)], model=backend.name, strict=strict)
+    frame = sm_frame(model=backend, strict=strict)
     session = frame.session("s1")
     drive(session)
     frame.flush()
@@ -690,7 +651,7 @@ def test_an_unconfigured_backend_is_reported_once(sm_frame):
 
 def test_fork_request_reuses_the_parents_prompt_and_messages(sm_frame):
     backend = ScriptedBackend()
-    frame = sm_frame(layers=[with_backend(backend)], model="scripted")
+    frame = sm_frame(model=backend)
     session = frame.session("s1")
     tools = [
         {"name": "Bash", "description": "run", "input_schema": {"type": "object"}},
@@ -711,7 +672,7 @@ def test_fork_request_reuses_the_parents_prompt_and_messages(sm_frame):
 
 def test_instruction_answers_tool_calls_the_parent_left_open(sm_frame):
     backend = ScriptedBackend()
-    frame = sm_frame(layers=[with_backend(backend)], model="scripted")
+    frame = sm_frame(model=backend)
     session = frame.session("s1")
     session.on_message({"role": "user", "content": "go"})
     session.on_message(assistant(12_000, "Bash", "Bash", "Bash", msg_id="open"))

@@ -369,21 +369,8 @@ class _DocEditor:
 
 @pytest.mark.parametrize(("doc_mode", "dir_mode"), [(0o644, 0o755), (0o664, 0o775), (0o600, 0o700)])
 def test_a_magic_doc_update_keeps_the_docs_mode_and_its_folders(frame_factory, doc_mode, dir_mode):
-    from memframe.hookspecs import hookimpl
-
-    editor = _DocEditor()
-
-    class Provide:
-        name = "provide-doc-editor"
-
-        @hookimpl
-        def register_model_backends(self, register):
-            register(editor.name, lambda options, env: editor)
-
     frame = frame_factory(
-        builtin_layers=["memframe.layers.magic_docs:MagicDocsLayer"],
-        layers=[Provide()],
-        model=editor.name,
+        builtin_layers=["memframe.layers.magic_docs:MagicDocsLayer"], model=_DocEditor()
     )
     docs = frame.project_dir / "docs"
     docs.mkdir(parents=True, exist_ok=True)

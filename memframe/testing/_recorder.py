@@ -1,26 +1,11 @@
-"""Helpers for layer authors' tests: a recorder of every hook call and a frame factory.
-
-from memframe.testing import HookRecorder, open_test_frame
-
-def test_my_layer(tmp_path):
-    recorder = HookRecorder()
-    with open_test_frame(tmp_path, layers=[MyLayer, recorder]) as frame:
-        session = frame.session("s1")
-        session.on_message({"role": "user", "content": "hi"})
-    assert recorder.names() == ["on_frame_open", "on_session_start", "on_message", ...]
-"""
+"""``HookRecorder``: a layer implementing every hook that records each call, in order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memframe.hookspecs import hookimpl
-
-if TYPE_CHECKING:
-    from memframe.frame import MemoryFrame
 
 
 @dataclass
@@ -105,25 +90,3 @@ class HookRecorder:
     @hookimpl
     def on_layer_error(self, layer: str, hook: str, error: Exception, session: Any) -> None:
         self._record("on_layer_error", layer=layer, hook=hook, error=error, session=session)
-
-
-def open_test_frame(
-    tmp_path: Path,
-    *,
-    layers: Sequence[object | tuple[str, object]] = (),
-    builtin_layers: Sequence[str] = (),
-    strict: bool = True,
-    **options: Any,
-) -> MemoryFrame:
-    """A frame isolated in ``tmp_path``: its own home and config dir, no entry-point layers,
-    strict by default so a failing layer fails the test."""
-    from memframe.frame import open_frame
-
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
-    options.setdefault("home", tmp_path / "home")
-    options.setdefault("config_dir", tmp_path / "config")
-    options.setdefault("autoload_plugins", False)
-    return open_frame(
-        project, layers=layers, builtin_layers=builtin_layers, strict=strict, **options
-    )
