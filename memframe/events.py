@@ -95,6 +95,31 @@ def strip_read_decorations(text: str) -> str:
     return "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in lines)
 
 
+def item_events(item: TranscriptItem, pending: dict[str, ToolUseBlock]) -> Iterator[Event]:
+    """The events of one transcript item (see :func:`derive_events`). ``pending`` holds the tool
+    uses still waiting for their results, across items: an assistant message adds its calls, a
+    result takes its call out. The one place the readers (whole-file and the hook's incremental
+    ones) turn items into events."""
+    if isinstance(item, CompactBoundary):
+        yield CompactEvent(item)
+        return
+    yield MessageEvent(item)
+    if item.role == "assistant":
+        for tool_use in item.tool_uses:
+            pending[tool_use.id] = tool_use
+        if not item.has_tool_calls and not item.is_sidechain:
+            yield StopEvent(item)
+        return
+    for result in item.tool_results:
+        called = pending.pop(result.tool_use_id, None)
+        if called is None:
+            continue
+        yield ToolUseEvent(called, result)
+        path = is_file_read(called)
+        if path is not None and not result.is_error:
+            yield FileReadEvent(path, strip_read_decorations(result.content))
+
+
 def derive_events(items: Iterable[TranscriptItem]) -> Iterator[Event]:
     """Transcript items → events, streaming.
 
@@ -106,23 +131,6 @@ def derive_events(items: Iterable[TranscriptItem]) -> Iterator[Event]:
     """
     pending: dict[str, ToolUseBlock] = {}
     for item in items:
-        if isinstance(item, CompactBoundary):
-            yield CompactEvent(item)
-            continue
-        yield MessageEvent(item)
-        if item.role == "assistant":
-            for tool_use in item.tool_uses:
-                pending[tool_use.id] = tool_use
-            if not item.has_tool_calls and not item.is_sidechain:
-                yield StopEvent(item)
-            continue
-        for result in item.tool_results:
-            called = pending.pop(result.tool_use_id, None)
-            if called is None:
-                continue
-            yield ToolUseEvent(called, result)
-            path = is_file_read(called)
-            if path is not None and not result.is_error:
-                yield FileReadEvent(path, strip_read_decorations(result.content))
+        yield from item_events(item, pending)
     for tool_use in pending.values():
         yield ToolUseEvent(tool_use, None)

@@ -21,19 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from memframe.events import (
-    CompactEvent,
     Event,
-    FileReadEvent,
-    MessageEvent,
-    StopEvent,
     ToolUseEvent,
-    is_file_read,
-    strip_read_decorations,
+    item_events,
 )
 from memframe.hook.records import decode_tool_use, encode_tool_use
 from memframe.hook.transcript import MAX_PROBLEMS, HookEvent, Increment
 from memframe.messages import Message, ToolUseBlock
-from memframe.transcripts import CompactBoundary, TranscriptError, open_transcript
+from memframe.transcripts import TranscriptError, open_transcript
 from memframe.transcripts._jsonl import open_binary
 
 MAX_BYTES = 32 * 1024 * 1024
@@ -110,7 +105,7 @@ class WholeFileReader:
             end -= 1  # the response may still grow: the next run (or the turn's end) takes it
         start = min(self.items, end)
         for item in items[start:end]:
-            self._emit(item, out)
+            out.events.extend(item_events(item, self.tools))
         out.lines = end - start
         out.bytes = max(stat.st_size - self.cursor, 0) if not out.restarted else stat.st_size
         self.items = max(self.items, end)
@@ -118,27 +113,6 @@ class WholeFileReader:
         self.cursor = stat.st_size
         self.file = identity
         return out
-
-    def _emit(self, item: Message | CompactBoundary, out: Increment) -> None:
-        events: list[HookEvent] = out.events
-        if isinstance(item, CompactBoundary):
-            events.append(CompactEvent(item))
-            return
-        events.append(MessageEvent(item))
-        if item.role == "assistant":
-            for tool_use in item.tool_uses:
-                self.tools[tool_use.id] = tool_use
-            if not item.has_tool_calls and not item.is_sidechain:
-                events.append(StopEvent(item))
-            return
-        for result in item.tool_results:
-            called = self.tools.pop(result.tool_use_id, None)
-            if called is None:
-                continue
-            events.append(ToolUseEvent(called, result))
-            path = is_file_read(called)
-            if path is not None and not result.is_error:
-                events.append(FileReadEvent(path, strip_read_decorations(result.content)))
 
     def finish(self) -> list[HookEvent]:
         """The session ended: every call still without a result."""

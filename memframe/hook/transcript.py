@@ -42,12 +42,8 @@ import orjson
 from memframe.events import (
     CompactEvent,
     Event,
-    FileReadEvent,
-    MessageEvent,
-    StopEvent,
     ToolUseEvent,
-    is_file_read,
-    strip_read_decorations,
+    item_events,
 )
 from memframe.hook.records import (
     decode_message,
@@ -282,22 +278,8 @@ class IncrementalReader:
             self.tools.clear()  # calls of the abandoned branch never get their results
 
     def _emit(self, message: Message, out: Increment) -> None:
-        out.events.append(MessageEvent(message))
+        out.events.extend(item_events(message, self.tools))
         self.emitted += 1
-        if message.role == "assistant":
-            for tool_use in message.tool_uses:
-                self.tools[tool_use.id] = tool_use
-            if not message.has_tool_calls and not message.is_sidechain:
-                out.events.append(StopEvent(message))
-            return
-        for result in message.tool_results:
-            called = self.tools.pop(result.tool_use_id, None)
-            if called is None:
-                continue
-            out.events.append(ToolUseEvent(called, result))
-            path = is_file_read(called)
-            if path is not None and not result.is_error:
-                out.events.append(FileReadEvent(path, strip_read_decorations(result.content)))
 
     def _release(self, out: Increment, *, tools: bool = False) -> None:
         """Emit the held-back message; with ``tools``, also the calls that never got a result."""
