@@ -10,7 +10,14 @@
 Replies are served first in, first out. A reply is a dict (a 200 JSON body), a :class:`Reply`
 (status, body, headers, a delay, or ``drop`` to close the connection without answering), or a
 callable taking the :class:`RecordedRequest` and returning one of those. A request with no reply
-left gets HTTP 500 and lands in ``unexpected``, as does a request to any other path or method.
+left gets HTTP 500 and lands in ``unexpected``, as does a request to any other path or method
+(the path is compared without its query string: SDK releases differ there). With
+``strict_headers`` an Anthropic fake answers like the API does a request without credentials
+(``x-api-key``, or ``authorization`` as newer SDKs send it: 401) or without
+``anthropic-version`` (400); those land in ``unexpected`` too.
+
+The official SDKs' tool runners play against it with :func:`anthropic_tool_uses` turns; what
+the SDK sent back is :func:`results_sent` (``tool_result`` blocks, per request).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal, Self
+from urllib.parse import urlsplit
 
 Body = dict[str, Any] | list[Any] | bytes | str
 
@@ -142,10 +150,13 @@ def _encode(body: Body) -> bytes:
 class FakeProvider:
     """An Anthropic- or OpenAI-shaped HTTP endpoint on 127.0.0.1 (port chosen by the OS)."""
 
-    def __init__(self, kind: Literal["anthropic", "openai"] = "anthropic") -> None:
+    def __init__(
+        self, kind: Literal["anthropic", "openai"] = "anthropic", *, strict_headers: bool = False
+    ) -> None:
         if kind not in PATHS:
             raise ValueError(f"unknown fake provider kind {kind!r}")
         self.kind = kind
+        self.strict_headers = strict_headers
         self.path = PATHS[kind]
         self.requests: list[RecordedRequest] = []
         self.unexpected: list[RecordedRequest] = []
@@ -231,7 +242,7 @@ class FakeProvider:
     def _next_reply(self, recorded: RecordedRequest) -> Reply:
         with self._lock:
             self.requests.append(recorded)
-            if recorded.method != "POST" or recorded.path != self.path:
+            if recorded.method != "POST" or urlsplit(recorded.path).path != self.path:
                 self.unexpected.append(recorded)
                 return Reply(
                     status=404,
@@ -242,6 +253,10 @@ class FakeProvider:
                         }
                     },
                 )
+            refusal = self._refusal(recorded)
+            if refusal is not None:
+                self.unexpected.append(recorded)
+                return refusal
             if not self._queue:
                 self.unexpected.append(recorded)
                 return Reply(
@@ -259,6 +274,18 @@ class FakeProvider:
         if isinstance(item, Reply):
             return item
         return Reply(status=200, body=item)
+
+    def _refusal(self, recorded: RecordedRequest) -> Reply | None:
+        if not (self.strict_headers and self.kind == "anthropic"):
+            return None
+        headers = recorded.headers
+        if not (headers.get("x-api-key") or headers.get("authorization")):
+            return anthropic_error(
+                401, "authentication_error", "an x-api-key or authorization header is required"
+            )
+        if not headers.get("anthropic-version"):
+            return anthropic_error(400, "invalid_request_error", "anthropic-version is required")
+        return None
 
 
 # -- response builders ---------------------------------------------------------------------------
@@ -319,6 +346,41 @@ def anthropic_tool_use(
             "output_tokens": 30,
         },
     }
+
+
+def anthropic_tool_uses(name: str, inputs: list[Any]) -> dict[str, Any]:
+    """A Messages API answer calling one tool several times (one ``tool_use`` block each)."""
+    answer = anthropic_tool_use(name, inputs[0]) if inputs else anthropic_text("")
+    answer["content"] = [
+        {"type": "tool_use", "id": _fake_id("toolu_"), "name": name, "input": tool_input}
+        for tool_input in inputs
+    ]
+    answer["stop_reason"] = "tool_use"
+    return answer
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``tool_result`` blocks of a Messages request body's last user message."""
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if block.get("type") == "tool_result"]
+
+
+def results_sent(fake: FakeProvider) -> list[list[dict[str, Any]]]:
+    """Per request that carried any, the ``tool_result`` blocks the client sent back: entry
+    ``n`` holds the results of the ``n``-th tool-calling turn."""
+    sent = (tool_results(r.json) for r in fake.requests if r not in fake.unexpected)
+    return [results for results in sent if results]
+
+
+def result_text(result: dict[str, Any]) -> str:
+    """A tool result's text, whether its content is a string or text blocks."""
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content or [])
 
 
 def anthropic_error(status: int, kind: str, message: str, **headers: str) -> Reply:

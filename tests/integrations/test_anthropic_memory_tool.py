@@ -1,8 +1,8 @@
 """memframe.integrations.anthropic.MemoryTool driven by the real Anthropic SDK.
 
-The SDK's client talks to a loopback fake of the Messages API (``fake_messages_api``: a real
-HTTP server on 127.0.0.1) that plays Claude's side: it calls the memory tool, reads the tool
-results the SDK's tool runner sends back, and ends with text. What the tool wrote is then
+The SDK's client talks to a loopback fake of the Messages API (``tests.fakes.providers``: a
+real HTTP server on 127.0.0.1) that plays Claude's side: it calls the memory tool, records the
+tool results the SDK's tool runner sends back, and ends with text. What the tool wrote is then
 checked on disk and in a new memframe session's context.
 """
 
@@ -21,14 +21,31 @@ from anthropic.lib.tools import ToolError
 
 from memframe.integrations.anthropic import AsyncMemoryTool, MemoryTool, memory_commands
 from memframe.memdir import MemoryStore, locate, parse_memory
-from tests.integrations.fake_messages_api import (
-    MODEL,
-    FakeMessagesAPI,
+from tests.fakes.providers import (
+    FakeProvider,
+    anthropic_text,
+    anthropic_tool_uses,
     result_text,
+    results_sent,
     tool_results,
 )
 from tests.layers.memdir_helpers import MEMDIR, index_entries
 from tests.native.vectors import positives
+
+MODEL = "claude-sonnet-4-5"
+Turn = list[dict[str, Any]] | str
+
+
+def play(api: FakeProvider, *turns: Turn) -> None:
+    """Queue Claude's turns: memory-tool inputs to call (one ``tool_use`` each), or the final
+    text."""
+    api.script(
+        *(
+            anthropic_text(turn) if isinstance(turn, str) else anthropic_tool_uses("memory", turn)
+            for turn in turns
+        )
+    )
+
 
 PREFERENCE = (
     "The user prefers pytest over unittest: write tests as plain pytest functions with "
@@ -36,7 +53,7 @@ PREFERENCE = (
 )
 
 
-def run_session(api: FakeMessagesAPI, tool: MemoryTool, prompt: str) -> str:
+def run_session(api: FakeProvider, tool: MemoryTool, prompt: str) -> str:
     """One conversation through the SDK's tool runner; the final answer's text."""
     with anthropic.Anthropic(api_key="fake-key", base_url=api.base_url, max_retries=0) as client:
         runner = client.beta.messages.tool_runner(
@@ -70,8 +87,8 @@ def root(frame) -> Path:
 
 
 @pytest.fixture
-def api() -> Iterator[FakeMessagesAPI]:
-    with FakeMessagesAPI() as fake:
+def api() -> Iterator[FakeProvider]:
+    with FakeProvider("anthropic", strict_headers=True) as fake:
         yield fake
     assert not fake.unexpected, f"requests the API would refuse: {fake.unexpected}"
 
@@ -85,7 +102,8 @@ def team_secret():
 
 
 def test_the_tool_runner_saves_a_memory_the_next_session_recalls(md_frame, frame, root, api):
-    api.play(
+    play(
+        api,
         [{"command": "view", "path": "/memories"}],
         [{"command": "create", "path": "/memories/prefers-pytest.md", "file_text": PREFERENCE}],
         "Noted: I will write pytest tests from now on.",
@@ -95,7 +113,7 @@ def test_the_tool_runner_saves_a_memory_the_next_session_recalls(md_frame, frame
     assert answer == "Noted: I will write pytest tests from now on."
     first = api.requests[0].json
     assert first["tools"] == [{"type": "memory_20250818", "name": "memory"}]
-    (view,), (create,) = api.results
+    (view,), (create,) = results_sent(api)
     assert not view.get("is_error")
     assert "/memories" in result_text(view)
     assert not create.get("is_error"), result_text(create)
@@ -120,13 +138,14 @@ def test_the_tool_runner_saves_a_memory_the_next_session_recalls(md_frame, frame
 
 def test_a_team_write_holding_a_secret_is_refused_and_nothing_is_written(frame, root, api):
     vector = team_secret()
-    api.play(
+    play(
+        api,
         [{"command": "create", "path": "/memories/team/deploy.md", "file_text": vector.text}],
         "I did not save it.",
     )
     run_session(api, MemoryTool(frame), "Remember how we deploy, for the team.")
 
-    ((refusal,),) = api.results
+    ((refusal,),) = results_sent(api)
     assert refusal["is_error"] is True
     assert "github-pat" in result_text(refusal)
     assert vector.secret not in result_text(refusal)
@@ -139,7 +158,8 @@ def test_a_team_write_holding_a_secret_is_refused_and_nothing_is_written(frame, 
 
 def test_traversal_is_refused_through_the_runner(frame, root, api, tmp_path):
     outside = tmp_path / "outside.md"
-    api.play(
+    play(
+        api,
         [
             {"command": "create", "path": "/memories/../outside.md", "file_text": PREFERENCE},
             {"command": "view", "path": "/memories/../../"},
@@ -148,7 +168,7 @@ def test_traversal_is_refused_through_the_runner(frame, root, api, tmp_path):
     )
     run_session(api, MemoryTool(frame), "Save this outside your memory.")
 
-    ((create, view),) = api.results
+    ((create, view),) = results_sent(api)
     assert create["is_error"] is True and "traversal" in result_text(create)
     assert view["is_error"] is True and "traversal" in result_text(view)
     assert not outside.exists()
@@ -159,7 +179,8 @@ def test_editing_renaming_and_deleting_keep_the_index_right(frame, root, api):
     half_frontmatter = (
         "---\nname: Deploys\n---\n\nHow we deploy.\nWe run make deploy-staging from main.\n"
     )
-    api.play(
+    play(
+        api,
         [{"command": "create", "path": "/memories/deploys.md", "file_text": half_frontmatter}],
         [
             {
@@ -188,10 +209,10 @@ def test_editing_renaming_and_deleting_keep_the_index_right(frame, root, api):
     )
     index = root / "MEMORY.md"
     run_session(api, MemoryTool(frame), "Remember how we deploy.")
-    assert [r.get("is_error") for turn in api.results for r in turn] == [None] * 6, [
-        result_text(r) for turn in api.results for r in turn
+    assert [r.get("is_error") for turn in results_sent(api) for r in turn] == [None] * 6, [
+        result_text(r) for turn in results_sent(api) for r in turn
     ]
-    (created,), (replaced, inserted), (renamed,), (viewed,), (deleted,) = api.results
+    (created,), (replaced, inserted), (renamed,), (viewed,), (deleted,) = results_sent(api)
     assert "repaired frontmatter" in result_text(created)
     assert "make deploy ENV=staging" in result_text(replaced)
     assert "Production needs a second approval." in result_text(inserted)
@@ -327,7 +348,8 @@ def test_a_tool_shares_the_frames_memory_directory(frame, root):
 
 def test_the_async_tool_with_the_async_runner(frame, root, api):
     vector = team_secret()
-    api.play(
+    play(
+        api,
         [
             {"command": "create", "path": "/memories/prefers-pytest.md", "file_text": PREFERENCE},
             {"command": "create", "path": "/memories/team/deploy.md", "file_text": vector.text},
@@ -349,7 +371,7 @@ def test_the_async_tool_with_the_async_runner(frame, root, api):
         return "".join(block.text for block in final.content if block.type == "text")
 
     assert asyncio.run(conversation()) == "Saved the first one."
-    ((saved, refused),) = api.results
+    ((saved, refused),) = results_sent(api)
     assert not saved.get("is_error"), result_text(saved)
     assert refused["is_error"] is True and "github-pat" in result_text(refused)
     assert (root / "prefers-pytest.md").is_file()
