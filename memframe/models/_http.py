@@ -1,8 +1,9 @@
 """POST a JSON body to a model provider, retrying what is worth retrying.
 
-Shared by the HTTP backends (``anthropic``, ``openai``). Transient failures (HTTP 408, 429, 5xx
-overload codes, dropped connections, timeouts) are retried with exponential backoff and jitter,
-honouring ``retry-after``; anything else becomes a :class:`ModelError` at once. Error messages name
+Shared by the HTTP backends (``anthropic``, ``openai``). Transient failures (the statuses of
+:data:`memframe._http_retry.RETRYABLE_STATUSES`, dropped connections, timeouts) are retried by
+the one retry policy of :mod:`memframe._http_retry` (capped exponential backoff with jitter,
+``retry-after`` honoured); anything else becomes a :class:`ModelError` at once. Error messages name
 the endpoint (without credentials), the status and the provider's own error text, and never an API
 key.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,6 +21,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 
+from memframe._http_retry import (
+    RetriesExhausted,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+    is_retryable,
+    parse_retry_after,
+)
 from memframe.layer_settings import check_value
 from memframe.models.base import (
     ModelError,
@@ -31,8 +39,7 @@ from memframe.models.base import (
 
 log = logging.getLogger("memframe.models")
 
-RETRYABLE_STATUSES: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504, 529})
-MAX_RETRY_AFTER = 30.0
+MAX_RETRY_WAIT = 30.0  # the longest wait between two attempts, retry-after included
 _EXCERPT = 300
 _REDACTED = "[redacted]"
 
@@ -168,28 +175,14 @@ def provider_error_text(body: bytes) -> str:
     return excerpt(body.decode("utf-8", "replace")) or "(empty body)"
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """A ``retry-after`` header in seconds, capped at :data:`MAX_RETRY_AFTER`; ``None`` when
-    absent or not a number (HTTP dates are not worth honouring here)."""
-    if value is None:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    if seconds != seconds or seconds < 0:  # NaN or negative
-        return None
-    return min(seconds, MAX_RETRY_AFTER)
-
-
 class JsonPoster:
     """POSTs JSON to one provider with retries; owns a lazily created ``httpx.Client``.
 
     :param provider: the backend name, used in error messages.
     :param max_retries: how many times a transient failure is retried (so at most
         ``max_retries + 1`` attempts).
-    :param backoff_base: the first retry waits ``backoff_base`` seconds (doubling each time) plus
-        a random jitter of up to ``backoff_base``.
+    :param backoff_base: the first retry waits between half and all of ``backoff_base``
+        seconds, each further one twice as long (:class:`memframe._http_retry.RetryPolicy`).
     :param secrets: strings (API keys) scrubbed from every error message.
     """
 
@@ -202,10 +195,9 @@ class JsonPoster:
         secrets: Iterable[str] = (),
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        if backoff_base < 0:
-            raise ValueError("backoff_base must be >= 0")
+        self.policy = RetryPolicy(
+            max_retries=max_retries, backoff_base=backoff_base, max_wait=MAX_RETRY_WAIT
+        )
         self.provider = provider
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -240,12 +232,6 @@ class JsonPoster:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def backoff(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0)."""
-        if retry_after is not None:
-            return retry_after
-        return float(self.backoff_base * 2**attempt + random.uniform(0, self.backoff_base))
-
     def post_json(
         self,
         url: str,
@@ -262,10 +248,8 @@ class JsonPoster:
         """
         endpoint = safe_url(url)
         client = self.client()
-        attempts = self.max_retries + 1
-        last_problem = ""
-        for attempt in range(attempts):
-            retry_after: float | None = None
+
+        def attempt() -> dict[str, Any] | Transient:
             try:
                 response = client.post(
                     url, content=body, headers=dict(headers), timeout=httpx.Timeout(timeout)
@@ -281,41 +265,44 @@ class JsonPoster:
             except httpx.TransportError as exc:
                 kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
                 detail = excerpt(str(exc)) or type(exc).__name__
-                last_problem = f"no response ({kind}: {type(exc).__name__}: {detail})"
+                return Transient(f"no response ({kind}: {type(exc).__name__}: {detail})")
             except httpx.HTTPError as exc:  # a body that cannot be decoded, and the like
                 raise ModelError(
                     self._scrub(
                         f"{self.provider}: POST {endpoint} failed: {type(exc).__name__}: {exc}"
                     )
                 ) from None
-            else:
-                status = response.status_code
-                if 200 <= status < 300:
-                    return self._decode(endpoint, response)
-                message = provider_error_text(response.content)
-                if status not in RETRYABLE_STATUSES:
-                    raise ModelError(self._status_message(endpoint, status, message))
-                retry_after = parse_retry_after(response.headers.get("retry-after"))
-                last_problem = f"HTTP {status}: {message}"
-            if attempt + 1 < attempts:
-                delay = self.backoff(attempt, retry_after)
-                log.debug(
-                    "%s: %s from %s; retry %d/%d in %.2fs",
-                    self.provider,
-                    self._scrub(last_problem),
-                    endpoint,
-                    attempt + 1,
-                    self.max_retries,
-                    delay,
-                )
-                if delay > 0:
-                    self._sleep(delay)
-        raise ModelTransientError(
-            self._scrub(
-                f"{self.provider}: POST {endpoint} failed after {attempts} attempt"
-                f"{'s' if attempts != 1 else ''}: {last_problem}"
+            status = response.status_code
+            if 200 <= status < 300:
+                return self._decode(endpoint, response)
+            message = provider_error_text(response.content)
+            if not is_retryable(status):
+                raise ModelError(self._status_message(endpoint, status, message))
+            return Transient(
+                f"HTTP {status}: {message}", parse_retry_after(response.headers.get("retry-after"))
             )
-        )
+
+        def on_retry(number: int, problem: str, delay: float) -> None:
+            log.debug(
+                "%s: %s from %s; retry %d/%d in %.2fs",
+                self.provider,
+                self._scrub(problem),
+                endpoint,
+                number,
+                self.max_retries,
+                delay,
+            )
+
+        try:
+            return call_with_retries(attempt, self.policy, sleep=self._sleep, on_retry=on_retry)
+        except RetriesExhausted as exc:
+            attempts = exc.attempts
+            raise ModelTransientError(
+                self._scrub(
+                    f"{self.provider}: POST {endpoint} failed after {attempts} attempt"
+                    f"{'s' if attempts != 1 else ''}: {exc.problem}"
+                )
+            ) from None
 
     def _decode(self, endpoint: str, response: httpx.Response) -> dict[str, Any]:
         try:

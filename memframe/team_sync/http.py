@@ -1,5 +1,7 @@
-"""The team server's wire, with transient retries: connection errors, timeouts, 5xx and 429 are
-retried up to three times with exponential backoff and jitter (``Retry-After`` honoured).
+"""The team server's wire, with transient retries: connection errors, timeouts and the
+retryable statuses are retried up to three times by memframe's one retry policy
+(:mod:`memframe._http_retry`: capped exponential backoff with jitter, ``Retry-After`` honoured,
+bounded by the sync's deadline).
 
 Only the configured server is ever contacted: redirects are not followed and proxy variables
 and ``.netrc`` are ignored (the bearer token goes nowhere else). The token is never part of an
@@ -21,7 +23,6 @@ A server cannot hold the client:
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import random
 import select
@@ -37,6 +38,14 @@ import httpcore
 import httpx
 import orjson
 
+from memframe._http_retry import (
+    RetriesExhausted,
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+    is_retryable,
+    parse_retry_after,
+)
 from memframe._version import __version__
 from memframe.team_sync.settings import SyncConfig, SyncError
 
@@ -297,8 +306,8 @@ class Reply:
         return f"HTTP {self.status}{code}: {message}"
 
     def failure(self) -> RequestError:
-        """This reply as an error (a 4xx or a redirect is permanent)."""
-        kind = "transient" if self.status == 429 or self.status >= 500 else "permanent"
+        """This reply as an error (a redirect, or a 4xx that is not retryable, is permanent)."""
+        kind = "transient" if is_retryable(self.status) or self.status >= 500 else "permanent"
         return RequestError(
             f"the team server refused: {self.describe()}",
             kind=kind,
@@ -352,11 +361,6 @@ class Http:
             headers["If-Match"] = f'"{if_match}"'
         return self.request("PUT", {"repo": self.config.repo}, headers, body)
 
-    def backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: between half and all of ``base * 2**attempt``."""
-        delay = self.config.backoff_base * float(2**attempt)
-        return min(self.config.max_retry_wait, delay / 2 + self.rng.uniform(0, delay / 2))
-
     def request(
         self,
         method: str,
@@ -371,29 +375,35 @@ class Http:
             to finish an answer it had started; (``error``) the answer was too large or
             malformed.
         """
-        last = ""
-        for attempt in range(MAX_TRANSIENT_RETRIES + 1):
-            wait: float | None = None
+
+        def attempt() -> Reply | Transient:
             try:
                 reply = self._once(method, params, headers, body)
             except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            else:
-                if reply.status != 429 and reply.status < 500:
-                    return reply
-                last = reply.describe()
-                wait = retry_after(reply.headers.get("Retry-After"))
-            if attempt == MAX_TRANSIENT_RETRIES:
-                break
-            delay = min(self.backoff(attempt) if wait is None else wait, self.config.max_retry_wait)
-            if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                raise self._out_of_time(last)
-            self.sleep(delay)
-        raise RequestError(
-            f"the team server at {self.config.server} did not answer usefully after "
-            f"{MAX_TRANSIENT_RETRIES} retries ({last})",
-            kind="transient",
+                return Transient(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            if is_retryable(reply.status):
+                return Transient(
+                    reply.describe(), parse_retry_after(reply.headers.get("Retry-After"))
+                )
+            return reply
+
+        policy = RetryPolicy(
+            max_retries=MAX_TRANSIENT_RETRIES,
+            backoff_base=self.config.backoff_base,
+            max_wait=self.config.max_retry_wait,
         )
+        try:
+            return call_with_retries(
+                attempt, policy, deadline=self.deadline, sleep=self.sleep, rng=self.rng
+            )
+        except RetriesExhausted as exc:
+            if exc.reason == "deadline":
+                raise self._out_of_time(exc.problem) from None
+            raise RequestError(
+                f"the team server at {self.config.server} did not answer usefully after "
+                f"{MAX_TRANSIENT_RETRIES} retries ({exc.problem})",
+                kind="transient",
+            ) from None
 
     def _out_of_time(self, last: str) -> RequestError:
         return RequestError(
@@ -488,21 +498,3 @@ class Http:
                 status=response.status_code,
             )
         return b"".join(body.chunks)
-
-
-def retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta seconds or an HTTP date), or ``None``."""
-    if not value or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    if seconds != seconds:  # NaN
-        return None
-    return max(0.0, seconds)

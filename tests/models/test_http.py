@@ -11,7 +11,6 @@ from memframe.models import ModelError, ModelNotConfiguredError, ModelTransientE
 from memframe.models._http import (
     JsonPoster,
     encode_json,
-    parse_retry_after,
     provider_error_text,
     safe_url,
 )
@@ -39,8 +38,8 @@ def test_backoff_doubles_with_jitter(fake_anthropic, poster, sleeps):
     assert post(poster, fake_anthropic)["content"][0]["text"] == "ok"
     assert len(sleeps) == 3
     for attempt, slept in enumerate(sleeps):
-        low = 0.5 * 2**attempt
-        assert low <= slept <= low + 0.5
+        ceiling = 0.5 * 2**attempt
+        assert ceiling / 2 <= slept <= ceiling
 
 
 def test_retry_after_is_honoured_and_capped(fake_anthropic, poster, sleeps):
@@ -52,7 +51,7 @@ def test_retry_after_is_honoured_and_capped(fake_anthropic, poster, sleeps):
     )
     post(poster, fake_anthropic)
     assert sleeps[:2] == [2.0, 30.0]
-    assert 2.0 <= sleeps[2] <= 2.5  # not a number: the usual backoff
+    assert 1.0 <= sleeps[2] <= 2.0  # not a number: the usual backoff
 
 
 def test_no_sleep_after_the_last_attempt(fake_anthropic, poster, sleeps):
@@ -91,16 +90,6 @@ def test_provider_error_text_shapes():
     assert provider_error_text(b"plain\n text") == "plain text"
     assert provider_error_text(b"") == "(empty body)"
     assert len(provider_error_text(b"x" * 5000)) <= 300
-
-
-def test_retry_after_parsing():
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("0") == 0.0
-    assert parse_retry_after(" 1.5 ") == 1.5
-    assert parse_retry_after("120") == 30.0
-    assert parse_retry_after("-1") is None
-    assert parse_retry_after("nan") is None
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
 
 
 def test_safe_url_drops_credentials_and_query():

@@ -732,17 +732,6 @@ def test_the_repo_defaults_to_the_git_remote(tmp_path):
     assert settings.resolve(project, repo="acme/override").repo == "acme/override"
 
 
-def test_retry_after_values():
-    from memframe.team_sync.http import retry_after
-
-    assert retry_after("3") == 3.0
-    assert retry_after(" 0.5 ") == 0.5
-    assert retry_after("-4") == 0.0
-    assert retry_after(None) is None and retry_after("soon") is None
-    later = retry_after(time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30)))
-    assert later is not None and 25 < later <= 31
-
-
 # -- the layer -----------------------------------------------------------------------------------
 
 LAYERS = ["memframe.layers.memdir:MemdirLayer", "memframe.layers.team_sync:TeamSyncLayer"]
