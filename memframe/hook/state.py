@@ -15,7 +15,6 @@ Files, in the session's directory ``<memory base>/projects/<project>/<session>/`
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Any
 import orjson
 
 from memframe._fs import atomic_write_bytes, ensure_private_dir, exclusive_lock
+from memframe._process import Probe, probe_pid
 
 STATE_FILE = "hook.json"
 STATE_LOCK = ".hook.lock"
@@ -153,25 +153,21 @@ def take_pending(state: dict[str, Any]) -> list[dict[str, Any]]:
 # -- the worker process ----------------------------------------------------------------------
 
 
-def process_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process that is a memframe hook worker (on Linux the command
-    line is checked too, so a recycled pid does not pass for a worker)."""
-    if pid <= 0:
+def is_hook_worker(pid: int) -> bool:
+    """Whether ``pid`` is a live memframe hook worker of this user.
+
+    Alive and ours by :func:`memframe._process.probe_pid` (another user's process exists, but
+    is never our worker); on Linux its command line must name the worker too, so a recycled pid
+    does not pass for one.
+    """
+    if probe_pid(pid) is not Probe.OURS:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False  # someone else's process: not our worker
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except FileNotFoundError:
         return not Path("/proc/self").exists()  # no procfs (macOS): trust the signal check
     except OSError:
         return True
-    if not cmdline:
-        return False  # a zombie
     return b"hook-worker" in cmdline
 
 
@@ -180,7 +176,7 @@ def worker_running(state: dict[str, Any]) -> bool:
     if not isinstance(worker, dict):
         return False
     pid = worker.get("pid")
-    return isinstance(pid, int) and not isinstance(pid, bool) and process_alive(pid)
+    return isinstance(pid, int) and not isinstance(pid, bool) and is_hook_worker(pid)
 
 
 @contextlib.contextmanager

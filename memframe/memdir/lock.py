@@ -17,22 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memframe._fs import atomic_write_text, ensure_private_dir, exclusive_lock
+from memframe._process import pid_alive
 
 LOCK_FILE = ".consolidate-lock"
 GUARD_FILE = ".consolidate-lock.guard"
 STALE_AFTER = 3600.0
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    return True
 
 
 @dataclass(frozen=True)
