@@ -13,7 +13,6 @@ from memframe.config import read_override
 
 _HEADER = re.compile(r"^# \S.*$")
 _ITALIC = re.compile(r"^_[^_\n].*_$")
-PLACEHOLDERS = ("notes_path", "current_notes", "section_budget", "total_budget", "oversized")
 
 
 class NotesFormatError(ValueError):
@@ -108,21 +107,6 @@ def load_template(config_dir: Path) -> Template:
     if text is None:
         return Template(bundled_text("template.md"), origin="bundled template")
     return Template(text, origin=str(config_dir / "session-memory" / "template.md"))
-
-
-def load_prompt(config_dir: Path) -> str:
-    """The user's ``<config dir>/session-memory/prompt.md``, else the bundled update prompt (an
-    override must name ``{{notes_path}}`` so the model knows which file to edit)."""
-    text = read_override(config_dir, "session-memory/prompt.md", must_contain="{{notes_path}}")
-    return bundled_text("prompt.md") if text is None else text
-
-
-def render_prompt(template: str, values: dict[str, str]) -> str:
-    """Replace ``{{name}}`` placeholders (unknown ones are left as they are)."""
-    out = template
-    for name in PLACEHOLDERS:
-        out = out.replace("{{" + name + "}}", values.get(name, ""))
-    return out
 
 
 def oversized_sections(

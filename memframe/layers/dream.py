@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from memframe.memdir import MemoryStore, locate
 from memframe.memdir.guard import redact_private_data
 from memframe.memdir.lock import ConsolidationLock
 from memframe.models.base import ModelBackend, ModelRequest, ModelResponse, backend_supports
+from memframe.prompts import PromptSpec, load_prompt
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame
@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 
 SCAN_FILE = ".dream-scan"
 HOUR = 3600.0
+PROMPT = PromptSpec(
+    layer="dream",
+    bundled="data:memdir/dream_prompt.md",
+    placeholders=("memory_dir", "manifest"),
+    required=("memory_dir",),
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class DreamSettings:
     scan_interval_minutes: float = 10.0
     max_turns: int = field(default=10, metadata=at_least(1))
     max_seconds: float = field(default=300.0, metadata=at_least(1))
+    prompt: str | None = None  # a prompt file (memframe.prompts), read when the frame opens
 
 
 @dataclass
@@ -91,6 +98,7 @@ class DreamLayer:
         self.settings = settings_from(
             DreamSettings, frame.config.settings.get(self.name), self.name
         )
+        self.prompt = load_prompt(PROMPT, frame.config.config_dir, self.settings.prompt)
 
     # -- gates ---------------------------------------------------------------------------------
 
@@ -167,11 +175,8 @@ class DreamLayer:
             f"{m.name} — {m.description}"
             for m in memories
         )
-        template = resources.files("memframe") / "data" / "memdir" / "dream_prompt.md"
-        prompt = (
-            template.read_text("utf-8")
-            .replace("{{memory_dir}}", str(self.store.root))
-            .replace("{{manifest}}", manifest or "(no memories)")
+        prompt = self.prompt.render(
+            memory_dir=str(self.store.root), manifest=manifest or "(no memories)"
         )
         request = ModelRequest(
             system="You maintain the long-term memory of a coding agent.",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from memframe.memdir import MemoryStore, locate
 from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.prompts import PromptSpec, load_prompt
 from memframe.serial import SessionRunners
 from memframe.tools import written_paths
 
@@ -43,11 +43,15 @@ class ExtractSettings:
     enabled: bool = True
     max_turns: int = field(default=5, metadata=at_least(1))
     max_seconds: float = field(default=120.0, metadata=at_least(1))
+    prompt: str | None = None  # a prompt file (memframe.prompts), read when the frame opens
 
 
-def _prompt_template() -> str:
-    path = resources.files("memframe") / "data" / "memdir" / "extract_prompt.md"
-    return path.read_text("utf-8")
+PROMPT = PromptSpec(
+    layer="extract_memories",
+    bundled="data:memdir/extract_prompt.md",
+    placeholders=("memory_dir", "new_messages", "manifest"),
+    required=("memory_dir",),
+)
 
 
 def wrote_into(messages: list[Message], directory: Path, cwd: Path | None = None) -> bool:
@@ -71,6 +75,7 @@ class ExtractMemoriesLayer:
         self.settings = settings_from(
             ExtractSettings, frame.config.settings.get(self.name), self.name
         )
+        self.prompt = load_prompt(PROMPT, frame.config.config_dir, self.settings.prompt)
         self._runners: SessionRunners[Job] = SessionRunners(
             lambda session, job: self._extract(session, *job),
             on_replaced=lambda job: job[0].update(status="coalesced"),
@@ -129,11 +134,10 @@ class ExtractMemoriesLayer:
         listing = "\n".join(
             f"- {e['file']} ({e['type']}): {e['name']} — {e['description']}" for e in manifest
         )
-        prompt = (
-            _prompt_template()
-            .replace("{{memory_dir}}", str(self.store.root))
-            .replace("{{new_messages}}", str(len(history) - cursor))
-            .replace("{{manifest}}", listing or "(none yet)")
+        prompt = self.prompt.render(
+            memory_dir=str(self.store.root),
+            new_messages=str(len(history) - cursor),
+            manifest=listing or "(none yet)",
         )
         messages = scrub_messages(
             [m.to_wire() for m in history], self.frame.secret_scanner(), self.frame.personal_kinds

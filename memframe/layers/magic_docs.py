@@ -16,17 +16,16 @@ import re
 import stat
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe.agent import ForkedAgent, Permission
-from memframe.config import read_override
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir.guard import scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.prompts import PromptSpec, load_prompt
 from memframe.serial import SessionRunners
 
 if TYPE_CHECKING:
@@ -39,7 +38,12 @@ INSTRUCTIONS = re.compile(r"^[_*](.+?)[_*]\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 DETECT_BYTES = 65_536  # the header is looked for in the first 64 KiB
 FALLBACK_SYSTEM = "You keep a project's documentation current."
-PLACEHOLDERS = ("doc_contents", "doc_path", "doc_title", "doc_instructions", "new_messages")
+PROMPT = PromptSpec(
+    layer="magic_docs",
+    bundled="data:magic_docs/prompt.md",
+    placeholders=("doc_contents", "doc_path", "doc_title", "doc_instructions", "new_messages"),
+    required=("doc_path",),
+)
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,7 @@ class MagicDocsSettings:
     max_doc_bytes: int = 512_000
     max_turns: int = field(default=5, metadata=at_least(1))
     max_seconds: float = field(default=180.0, metadata=at_least(1))
-
-
-def load_prompt(config_dir: Path) -> str:
-    """``<config dir>/magic-docs/prompt.md`` (it must name ``{{doc_path}}``), else the bundled
-    update prompt."""
-    text = read_override(config_dir, "magic-docs/prompt.md", must_contain="{{doc_path}}")
-    if text is not None:
-        return text
-    return (resources.files("memframe") / "data" / "magic_docs" / "prompt.md").read_text("utf-8")
+    prompt: str | None = None  # a prompt file (memframe.prompts), read when the frame opens
 
 
 def read_doc(path: Path, limit: int | None = None) -> str:
@@ -138,7 +134,7 @@ class MagicDocsLayer:
         self.settings = settings_from(
             MagicDocsSettings, frame.config.settings.get(self.name), self.name
         )
-        self.prompt = load_prompt(frame.config.config_dir)
+        self.prompt = load_prompt(PROMPT, frame.config.config_dir, self.settings.prompt)
         self._runners: SessionRunners[Job] = SessionRunners(
             lambda session, job: self._update_due(session, *job),
             on_replaced=lambda job: job[0].update(status="coalesced"),
@@ -301,9 +297,7 @@ class MagicDocsLayer:
             "doc_instructions": header.instructions or "(none)",
             "new_messages": str(len(history) - start),
         }
-        prompt = self.prompt
-        for name in PLACEHOLDERS:
-            prompt = prompt.replace("{{" + name + "}}", values[name])
+        prompt = self.prompt.render(values)
         messages = scrub_messages(
             [m.to_wire() for m in history], self.frame.secret_scanner(), self.frame.personal_kinds
         )

@@ -26,6 +26,7 @@ from memframe.memdir.index import memory_prompt
 from memframe.memdir.recall import MemdirSettings, bm25_select, recall
 from memframe.messages import ToolUseBlock
 from memframe.models.base import ModelError, ModelRequest, backend_supports
+from memframe.prompts import PromptSpec, load_prompt
 from memframe.tools import written_paths
 
 if TYPE_CHECKING:
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memframe")
 _JSON_LIST = re.compile(r"\[.*?\]", re.DOTALL)
+PROMPT = PromptSpec(
+    layer="memdir",
+    bundled="data:memdir/select_prompt.md",
+    placeholders=("limit", "request", "manifest"),
+    required=("request", "manifest"),
+)
 
 
 class MemdirLayer:
@@ -44,6 +51,7 @@ class MemdirLayer:
         self.location = locate(frame)
         self.store = MemoryStore(self.location.path)
         self.settings = settings_from(MemdirSettings, frame.config.settings.get("memdir"), "memdir")
+        self.prompt = load_prompt(PROMPT, frame.config.config_dir, self.settings.prompt)
 
     # -- the prompt ----------------------------------------------------------------------------
 
@@ -119,9 +127,15 @@ class MemdirLayer:
             f"- {file}: {m.name} — {m.description}" for file, m in sorted(by_file.items())
         )
         request = ModelRequest(
-            system="You pick which saved memories would help answer a request. Reply with a "
-            f"JSON list of at most {limit} file names from the list, most useful first, or [].",
-            messages=[{"role": "user", "content": f"Request:\n{prompt}\n\nMemories:\n{manifest}"}],
+            system="You pick which saved memories would help answer a request.",
+            messages=[
+                {
+                    "role": "user",
+                    "content": self.prompt.render(
+                        limit=str(limit), request=prompt, manifest=manifest
+                    ),
+                }
+            ],
             max_tokens=256,
             purpose="select_memories",
             timeout=10.0,

@@ -17,13 +17,12 @@ from memframe.layer_settings import at_least, checked, settings_from
 from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
+from memframe.prompts import PromptSpec, load_prompt
 from memframe.serial import SessionRunners
 from memframe.session_notes import (
     Template,
-    load_prompt,
     load_template,
     oversized_sections,
-    render_prompt,
     truncate_to_budget,
 )
 from memframe.state import keep_aside
@@ -39,6 +38,12 @@ WAIT_TIMEOUT = 15.0  # longest wait for an in-flight extraction (compaction, ses
 STALE_AFTER = 60.0  # an extraction that started longer ago is not waited for
 MAX_RECORDS = 200
 FALLBACK_SYSTEM = "You keep concise working notes about a coding session."
+PROMPT = PromptSpec(
+    layer="session_memory",
+    bundled="data:session_memory/prompt.md",
+    placeholders=("notes_path", "current_notes", "section_budget", "total_budget", "oversized"),
+    required=("notes_path",),
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class SessionMemorySettings:
     max_total_tokens: int = field(default=12_000, metadata=at_least(1))
     max_turns: int = field(default=5, metadata=at_least(1))
     max_seconds: float = field(default=120.0, metadata=at_least(1))
+    prompt: str | None = None  # a prompt file (memframe.prompts), read when the frame opens
 
 
 Job = tuple[dict[str, Any], list[Message]]  # (the trigger's record, the messages to summarise)
@@ -84,7 +90,7 @@ class SessionMemoryLayer:
             SessionMemorySettings, frame.config.settings.get("session_memory"), "session_memory"
         )
         self.template: Template = load_template(frame.config.config_dir)
-        self.prompt = load_prompt(frame.config.config_dir)
+        self.prompt = load_prompt(PROMPT, frame.config.config_dir, self.local.prompt)
         self._settings = self.local
         self._remote_version = -1
         self._runners: SessionRunners[Job] = SessionRunners(
@@ -112,6 +118,9 @@ class SessionMemoryLayer:
             ours = {k[len(prefix) :]: v for k, v in values.items() if k.startswith(prefix)}
             merged = self.local
             for key, value in ours.items():
+                if key == "prompt":  # a file of this machine, read when the frame opened
+                    log.warning("config provider: session_memory.prompt cannot be set remotely")
+                    continue
                 try:
                     merged = checked(SessionMemorySettings, merged, {key: value}, "config provider")
                 except ConfigError as exc:
@@ -272,8 +281,7 @@ class SessionMemoryLayer:
         oversized = "".join(
             f"- The section {title!r} is about {size} tokens: condense it.\n" for title, size in big
         )
-        prompt = render_prompt(
-            self.prompt,
+        prompt = self.prompt.render(
             {
                 "notes_path": str(path),
                 "current_notes": current,

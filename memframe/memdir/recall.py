@@ -27,6 +27,7 @@ class MemdirSettings:
     session_bytes: int = 60_000
     # auto: the model when it can choose, else BM25 | bm25 | model
     selector: str = field(default="auto", metadata={"choices": ("auto", "bm25", "model")})
+    prompt: str | None = None  # the selection prompt file (memframe.prompts)
 
 
 # (prompt, candidates, at most how many) -> the chosen ones, most useful first
