@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -97,21 +97,32 @@ _RESULT_CHECKS: dict[str, Callable[[Any], None]] = {
 }
 
 
+def _takes_frame(cls: Any) -> bool:
+    """Whether a layer class is built with the frame: a required first positional parameter,
+    ``__init__(self, frame)``."""
+    try:
+        parameters = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return bool(parameters) and (
+        parameters[0].kind in positional and parameters[0].default is inspect.Parameter.empty
+    )
+
+
 def _instantiate(target: Any, frame: Any) -> Any:
     """Modules and objects are layers as they are; a class is instantiated once per frame."""
     if not inspect.isclass(target):
         return target
     cls: Any = target
-    try:
-        parameters = list(inspect.signature(cls).parameters.values())
-    except (TypeError, ValueError):
-        parameters = []
-    # Only a required first positional parameter receives the frame: ``__init__(self, frame)``.
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    takes_frame = bool(parameters) and (
-        parameters[0].kind in positional and parameters[0].default is inspect.Parameter.empty
-    )
-    return cls(frame) if takes_frame else cls()
+    return cls(frame) if _takes_frame(cls) else cls()
+
+
+class _CommandProvider:
+    """A layer's ``register_commands`` alone, registered when commands are collected."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.register_commands = function
 
 
 class LayerManager(pluggy.PluginManager):
@@ -197,18 +208,21 @@ class LayerManager(pluggy.PluginManager):
         info = LayerInfo(name=name, origin=origin, target=dotted)
         return self.add_layer(target, name=name, frame=frame, info=info)
 
-    def load_entry_points(
-        self, *, frame: Any, only: Sequence[str] | None = None, group: str = ENTRY_POINT_GROUP
-    ) -> list[str]:
-        """Load third-party layers from the entry-point group; a failing import is an error."""
-        loaded: list[str] = []
+    def entry_point_targets(
+        self, *, only: Sequence[str] | None = None, group: str = ENTRY_POINT_GROUP
+    ) -> Iterator[tuple[str, Any, LayerInfo]]:
+        """The installed layers of the entry-point group, imported but not started: ``(name,
+        target, info)`` for each one ``only`` allows and that is not blocked; a failing import
+        is an error, and so is an ``only`` naming a layer that is not installed."""
         found: set[str] = set()
+        seen: set[str] = set()
         for ep in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
             found.add(ep.name)
             if (only is not None and ep.name not in only) or self.is_blocked(ep.name):
                 continue
-            if ep.name in self._infos:
+            if ep.name in seen or ep.name in self._infos:
                 continue  # the same distribution seen twice on sys.path
+            seen.add(ep.name)
             dist = ep.dist
             dist_name = dist.metadata["Name"] if dist is not None else None
             version = dist.version if dist is not None else None
@@ -221,14 +235,75 @@ class LayerManager(pluggy.PluginManager):
                     f"{type(exc).__name__}: {exc}. Uninstall it or set "
                     f"MEMFRAME_DISABLED_PLUGINS={ep.name}"
                 ) from exc
-            info = LayerInfo(ep.name, "entry point", ep.value, dist_name, version)
-            loaded.append(self.add_layer(target, name=ep.name, frame=frame, info=info))
+            yield ep.name, target, LayerInfo(ep.name, "entry point", ep.value, dist_name, version)
         missing = sorted(set(only or ()) - found)
         if missing:
             raise LayerLoadError(
                 f"MEMFRAME_PLUGINS names layer(s) that are not installed: {', '.join(missing)}"
             )
-        return loaded
+
+    def load_entry_points(
+        self, *, frame: Any, only: Sequence[str] | None = None, group: str = ENTRY_POINT_GROUP
+    ) -> list[str]:
+        """Load third-party layers from the entry-point group; a failing import is an error."""
+        return [
+            self.add_layer(target, name=name, frame=frame, info=info)
+            for name, target, info in list(self.entry_point_targets(only=only, group=group))
+        ]
+
+    def add_command_provider(self, target: Any, *, name: str, info: LayerInfo) -> None:
+        """Register only the ``register_commands`` of a layer, without a frame (the CLI collects
+        commands before it knows whether it will open one).
+
+        A module or object is asked as it is; a class through a ``@staticmethod`` or
+        ``@classmethod`` ``register_commands``, or an instance when its constructor needs no
+        frame. A class that needs the frame to be built cannot provide commands: that is a
+        :class:`LayerLoadError`.
+        """
+        if self.is_blocked(name) or self.has_plugin(name):
+            return
+        provider = target
+        marked_on: Any = None  # where the hookimpl marker is, when not on what getattr gives
+        if inspect.isclass(target):
+            declared = inspect.getattr_static(target, "register_commands", None)
+            if declared is None:
+                return
+            if isinstance(declared, staticmethod | classmethod):
+                marked_on = declared  # ``@hookimpl`` above ``@staticmethod`` marks the wrapper
+            else:
+                if _takes_frame(target):
+                    raise LayerLoadError(
+                        f"layer {name!r} ({info.target}): register_commands is a method of a "
+                        "class built with the frame; make it a @staticmethod or @classmethod "
+                        "(commands are registered before any frame opens)"
+                    )
+                try:
+                    provider = target()
+                except Exception as exc:
+                    raise LayerLoadError(
+                        f"layer {name!r} ({info.target}) failed to start: {exc!r}"
+                    ) from exc
+        function = getattr(provider, "register_commands", None)
+        marker = f"{self.project_name}_impl"
+        opts = getattr(function, marker, None) or getattr(marked_on, marker, None)
+        if not callable(function) or opts is None:
+            return
+
+        def register_commands(register: Callable[..., None]) -> None:
+            function(register)
+
+        setattr(register_commands, marker, opts)
+        # Only the one hook: a layer's other hooks are never called without its frame.
+        try:
+            self.register(_CommandProvider(register_commands), name=name)
+        except pluggy.PluginValidationError as exc:
+            raise LayerLoadError(f"layer {name!r} ({info.target}) is invalid: {exc}") from exc
+        self._infos[name] = info
+
+    def current_layer(self) -> str | None:
+        """The name of the layer whose hook implementation is running on this thread (for a
+        ``register`` callback that wants to know who is registering)."""
+        return self._calls.layers[-1] if self._calls.layers else None
 
     def check(self) -> None:
         """pluggy's ``check_pending`` with a memframe error: catches misspelled hook names."""

@@ -176,9 +176,18 @@ def register_rules(register: Callable[[Any], None]) -> None:
 def register_commands(register: Callable[..., None]) -> None:
     """Add subcommands to the ``memframe`` CLI.
 
-    :param register: ``register(name, help, add_arguments, run)`` where ``add_arguments`` receives
-        the subcommand's ``argparse.ArgumentParser`` and ``run`` receives the parsed
-        ``argparse.Namespace`` and returns the exit code.
+    :param register: ``register(name, help, add_arguments, run)``: ``name`` is the subcommand
+        (a lower-case word, not a built-in command's), ``help`` its one-line help (shown in
+        ``memframe --help``), ``add_arguments`` receives the subcommand's
+        ``argparse.ArgumentParser`` (or is ``None``), and ``run`` receives the parsed
+        ``argparse.Namespace`` — and the open :class:`~memframe.MemoryFrame` when it takes a
+        second parameter, ``run(args, frame)`` — and returns the exit code.
+
+    Called without a frame, before the CLI knows whether it will open one: when ``memframe``
+    runs with no command, with ``--help``, or with a word that is not a built-in command. A
+    layer class implements it as a ``@staticmethod`` or ``@classmethod`` (or has a
+    constructor that takes no frame). A bad registration fails closed: the command exits 2
+    naming the layer.
     """
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from memframe._version import __version__
 from memframe.errors import BackendError
+
+if TYPE_CHECKING:
+    from memframe.cli._commands import PluginCommand
 
 # name -> (module under memframe.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -66,7 +70,11 @@ class _VersionAction(argparse.Action):
 PASS_THROUGH = frozenset({"bench"})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    plugin_commands: Mapping[str, PluginCommand] | None = None, *, chosen: str | None = None
+) -> argparse.ArgumentParser:
+    """The ``memframe`` parser: the built-in commands, then ``plugin_commands`` (the layers';
+    only ``chosen``, the one about to run, gets its arguments)."""
     parser = argparse.ArgumentParser(
         prog="memframe",
         description="Four-layer memory for AI agents.",
@@ -77,29 +85,59 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(f"memframe.cli.{module}").add_arguments(command)
+    if plugin_commands:
+        from memframe.cli._commands import add_parser
+
+        for name, plugin in plugin_commands.items():
+            add_parser(sub, plugin, with_arguments=name == chosen)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, layers: Sequence[object] | None = None) -> int:
+    """Run ``memframe`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code.
+
+    :param layers: the layers whose ``register_commands`` add subcommands, instead of the
+        installed ones (for testing a layer's commands); they also join the frame a command
+        runs with.
+    """
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["hook"]:  # runs on every agent event: skip building the full parser
         from memframe.cli.hook import run_fast
 
         return run_fast(args_list[1:])
     try:
-        if args_list and args_list[0] not in COMMANDS and not args_list[0].startswith("-"):
-            plugin_code = _run_plugin_command(args_list[0], args_list[1:])
-            if plugin_code is not None:
-                return plugin_code
-        parser = build_parser()
-        args, extra = parser.parse_known_args(args_list)
-        if extra and args.command not in PASS_THROUGH:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        plugin_commands: dict[str, PluginCommand] = {}
+        from memframe.cli._commands import wants_commands
+
+        if wants_commands(args_list, COMMANDS):
+            from memframe.cli._commands import collect_commands
+
+            try:
+                plugin_commands = collect_commands(tuple(COMMANDS), layers)
+            except CommandError as exc:
+                if args_list[:1] not in ([], ["-h"], ["--help"]):
+                    raise
+                # the help is still shown, without the layers' commands
+                print(f"memframe: warning: no layer commands listed: {exc}", file=sys.stderr)
+        chosen = args_list[0] if args_list and args_list[0] in plugin_commands else None
+        parser = build_parser(plugin_commands, chosen=chosen)
+        try:  # argparse exits for --help and usage errors: that is main's exit code
+            args, extra = parser.parse_known_args(args_list)
+            if extra and args.command not in PASS_THROUGH:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        except SystemExit as exc:
+            if exc.code is None:
+                return EXIT_OK
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
         if args.command in PASS_THROUGH:
             args.args = extra
         if args.command is None:
             parser.print_help()
             return EXIT_USAGE
+        if args.command in plugin_commands:
+            from memframe.cli._commands import run_command
+
+            return run_command(plugin_commands[args.command], args, layers or ())
         module = importlib.import_module(f"memframe.cli.{COMMANDS[args.command][0]}")
         code: int = module.run(args)
     except CommandError as exc:
@@ -112,35 +150,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"memframe: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return code
-
-
-def _run_plugin_command(name: str, rest: list[str]) -> int | None:
-    """Run a subcommand a layer registered through ``register_commands``; None if none did."""
-    from memframe._manager import RegistrationError
-    from memframe.cli._common import open_frame_from_args
-
-    found: dict[str, tuple[str, object, object]] = {}
-
-    def register(command: str, help: str, add_arguments: object, run: object) -> None:
-        if command in COMMANDS or command in found:
-            raise CommandError(
-                f"a layer registered the command {command!r} twice or over a built-in"
-            )
-        found[command] = (help, add_arguments, run)
-
-    frame_args = argparse.Namespace(project=".", home=None, strict=False)
-    with open_frame_from_args(frame_args) as frame:
-        try:
-            frame.manager.collect("register_commands", register)
-        except RegistrationError as exc:
-            raise CommandError(str(exc)) from exc
-    if name not in found:
-        return None
-    help_text, add_arguments, run = found[name]
-    parser = argparse.ArgumentParser(prog=f"memframe {name}", description=help_text)
-    if callable(add_arguments):
-        add_arguments(parser)
-    if not callable(run):
-        raise CommandError(f"the command {name!r} has no callable run()")
-    code = run(parser.parse_args(rest))
-    return int(code or 0)

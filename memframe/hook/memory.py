@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from memframe.memdir.location import MemoryLocation
 
 CONTEXT_TITLE = "Memory"  # the memdir layer's block title
+SOURCE = "memdir"  # the layer whose blocks the hook renders
 
 
 def memory_location(project_dir: Path, config: Config) -> MemoryLocation:
@@ -60,8 +61,10 @@ def memory_context(location: MemoryLocation) -> MemoryContext:
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
     except (FileNotFoundError, NotADirectoryError):
         raw, size, mtime_ns = b"", 0, 0
+    from memframe.context_blocks import ContextBlock
+
     text, warnings = memory_prompt(str(location.path), raw.decode("utf-8", "replace"))
-    rendered = f"# {CONTEXT_TITLE}\n\n{text.rstrip()}\n"
+    rendered = ContextBlock(SOURCE, CONTEXT_TITLE, text).render()
     return MemoryContext(rendered, list(warnings), size, mtime_ns)
 
 
@@ -89,4 +92,6 @@ def relevant_memories(
             spent = total
     text, spent = recall(MemoryStore(location.path), prompt, surfaced, spent, settings)
     state["recall"] = {"surfaced": surfaced, "bytes": spent}
-    return f"# {RELEVANT_TITLE}\n\n{text.rstrip()}\n" if text else ""
+    from memframe.context_blocks import ContextBlock
+
+    return ContextBlock(SOURCE, RELEVANT_TITLE, text).render() if text else ""

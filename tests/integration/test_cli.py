@@ -107,7 +107,8 @@ def test_cli_start_does_not_import_the_runtime():
 
 
 def _fake_distribution(root: Path) -> Path:
-    """A distribution on disk whose layer registers a `hello` command through the entry point."""
+    """A distribution on disk whose layer registers a `hello` command through the entry point.
+    It notes in files when it is imported and when a frame opens with it."""
     site = root / "site"
     dist_info = site / "memframe_hello-0.3.0.dist-info"
     dist_info.mkdir(parents=True)
@@ -116,25 +117,55 @@ def _fake_distribution(root: Path) -> Path:
     )
     (dist_info / "entry_points.txt").write_text("[memframe]\nhello = memframe_hello\n")
     (site / "memframe_hello.py").write_text(
-        "import memframe\n\n"
+        "import os\nimport memframe\n\n"
+        "with open(os.environ['HELLO_MARKS'], 'a') as f:\n    f.write('imported\\n')\n\n"
         "def _add(parser):\n    parser.add_argument('--name', default='world')\n\n"
-        "def _run(args):\n    print(f'hello {args.name}')\n    return 3\n\n"
+        "def _run(args, frame):\n"
+        "    print(f'hello {args.name} in {frame.project_dir.name}')\n    return 3\n\n"
         "@memframe.hookimpl\n"
-        "def register_commands(register):\n    register('hello', 'say hello', _add, _run)\n"
+        "def register_commands(register):\n    register('hello', 'say hello', _add, _run)\n\n"
+        "@memframe.hookimpl\n"
+        "def on_frame_open(frame):\n"
+        "    with open(os.environ['HELLO_MARKS'], 'a') as f:\n        f.write('frame\\n')\n"
     )
     return site
 
 
 def test_a_layer_can_add_a_subcommand(tmp_path):
     site = _fake_distribution(tmp_path)
-    result = run_cli(
-        "hello", "--name", "memframe", cwd=tmp_path, extra_env={"PYTHONPATH": str(site)}
-    )
-    assert result.stdout.strip() == "hello memframe"
+    marks = tmp_path / "marks"
+    env = {"PYTHONPATH": str(site), "HELLO_MARKS": str(marks)}
+
+    def noted() -> list[str]:
+        lines = marks.read_text().splitlines() if marks.exists() else []
+        marks.unlink(missing_ok=True)
+        return lines
+
+    listed = run_cli("--help", cwd=tmp_path, extra_env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "say hello [hello]" in listed.stdout
+    assert noted() == ["imported"]  # asked for its commands, no frame opened
+
+    project = tmp_path / "app"
+    project.mkdir()
+    args = ["--name", "memframe", "--project", str(project), "--home", str(tmp_path / "h")]
+    result = run_cli("hello", *args, cwd=tmp_path, extra_env=env)
+    assert result.stdout.strip() == "hello memframe in app", result.stderr
     assert result.returncode == 3
-    unknown = run_cli("goodbye", cwd=tmp_path, extra_env={"PYTHONPATH": str(site)})
-    assert unknown.returncode == 2
-    assert "invalid choice" in unknown.stderr
+    assert noted() == ["imported", "frame"]  # the command ran with the frame
+
+    typo = run_cli("helo", "--name", "x", cwd=tmp_path, extra_env=env)
+    assert typo.returncode == 2
+    assert "invalid choice: 'helo'" in typo.stderr and "'hello'" in typo.stderr
+    assert noted() == ["imported"]  # a typo never opens a frame
+
+    builtin = run_cli("scan", "--help", cwd=tmp_path, extra_env=env)
+    assert builtin.returncode == 0
+    assert noted() == []  # a built-in command does not even import the layers
+
+    off = run_cli("hello", cwd=tmp_path, extra_env={**env, "MEMFRAME_DISABLED_PLUGINS": "hello"})
+    assert off.returncode == 2 and "invalid choice: 'hello'" in off.stderr
+    assert noted() == []
 
 
 def test_a_bad_backend_name_is_a_clear_error(tmp_path):
