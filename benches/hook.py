@@ -229,7 +229,7 @@ def _timed(argv: list[str], payload: bytes | None, env: dict[str, str], cwd: Pat
 
 
 def _worker_pid(root: Path, project: Path) -> int | None:
-    from memframe.hook.state import HookPaths, read_state
+    from memframe.hook.session_files import HookPaths, read_state
 
     state = read_state(HookPaths.for_session(root / "home", project, SESSION))
     worker = state.get("worker")
@@ -239,7 +239,7 @@ def _worker_pid(root: Path, project: Path) -> int | None:
 
 def _wait_idle(root: Path, project: Path, timeout: float) -> None:
     """Until the worker took every pending event (it then lingers, idle)."""
-    from memframe.hook.state import HookPaths, read_state
+    from memframe.hook.session_files import HookPaths, read_state
 
     paths = HookPaths.for_session(root / "home", project, SESSION)
     deadline = time.monotonic() + timeout
@@ -252,14 +252,14 @@ def _wait_idle(root: Path, project: Path, timeout: float) -> None:
 def _stop_worker(root: Path, project: Path) -> None:
     """Wait for the worker the Stop runs started to exit (it lingers a few seconds), killing
     it by its pid if it does not."""
-    from memframe.hook.state import process_alive
+    from memframe._process import pid_alive
 
     pid = _worker_pid(root, project)
     if pid is None:
         return
     deadline = time.monotonic() + WORKER_LINGER + 10
     while time.monotonic() < deadline:
-        if not process_alive(pid):
+        if not pid_alive(pid):
             return
         time.sleep(0.1)
     os.kill(pid, 15)

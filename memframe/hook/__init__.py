@@ -8,7 +8,7 @@ The adapter answers fast and never fails the host:
 - ``PreToolUse`` on a write into ``<memory dir>/team/``: a secret in the content is refused
   with exit code 2 (:mod:`memframe.hook.guard`);
 - ``PostToolUse``, ``Stop``, ``SubagentStop``, ``PreCompact``, ``SessionEnd``: the work is
-  flagged in the per-session hook state (:mod:`memframe.hook.state`) and a detached worker
+  flagged in the per-session hook state (:mod:`memframe.hook.session_files`) and a detached worker
   (:mod:`memframe.hook.worker`) reads the new part of the transcript
   (:mod:`memframe.hook.transcript`) and drives the layers.
 """

@@ -44,7 +44,7 @@ from memframe.hook.protocol import (
 
 if TYPE_CHECKING:
     from memframe.config import Config, RefusedVariable
-    from memframe.hook.state import HookPaths
+    from memframe.hook.session_files import HookPaths
 
 FORK_GUARD_ENV = "MEMFRAME_IN_FORK"  # as memframe.models.FORK_GUARD_ENV (not imported: slow)
 PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
@@ -192,7 +192,7 @@ def handle(hook: HookInput, config: Config) -> Answer:
 
 def _paths(hook: HookInput, config: Config, project: Path) -> HookPaths | None:
     """The session's hook files; ``None`` (and a log line) without a usable session id."""
-    from memframe.hook.state import HookPaths, valid_session_id
+    from memframe.hook.session_files import HookPaths, valid_session_id
 
     try:
         session_id = valid_session_id(hook.session_id)
@@ -219,7 +219,7 @@ def _session_start(hook: HookInput, config: Config, project: Path) -> Answer:
     paths = _paths(hook, config, project)
     text = context.text
     if paths is not None:
-        from memframe.hook.state import locked_state
+        from memframe.hook.session_files import locked_state
 
         with locked_state(paths) as state:
             state["context"] = {"fingerprint": context.fingerprint, "at": time.time()}
@@ -257,7 +257,7 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
     paths = _paths(hook, config, project)
     if paths is None:
         return Answer()
-    from memframe.hook.state import locked_state
+    from memframe.hook.session_files import locked_state
 
     location = memory_location(project, config)
     parts: list[str] = []
@@ -322,7 +322,7 @@ def _schedule(hook: HookInput, config: Config, project: Path) -> Answer:
     paths = _paths(hook, config, project)
     if paths is None:
         return Answer()
-    from memframe.hook.state import add_pending, locked_state, worker_running
+    from memframe.hook.session_files import add_pending, locked_state, worker_running
 
     entry: dict[str, Any] = {"event": hook.event, "at": time.time()}
     for key in ("transcript_path", "reason", "trigger", "tool_name"):

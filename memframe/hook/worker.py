@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe.hook.logfile import write_log
-from memframe.hook.state import (
+from memframe.hook.session_files import (
     HookPaths,
     add_pending,
     load_json,

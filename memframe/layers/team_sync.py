@@ -22,7 +22,7 @@ from memframe.memdir import locate
 from memframe.serial import SerialRunner
 from memframe.team_keys import local_keys
 from memframe.team_sync.settings import SyncConfigError, SyncError, TeamSyncSettings
-from memframe.team_sync.state import TEAM_DIR
+from memframe.team_sync.sync_state import TEAM_DIR
 from memframe.tools import written_paths
 
 if TYPE_CHECKING:

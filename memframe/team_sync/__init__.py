@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         TeamSyncSettings,
         repo_from_remote_url,
     )
-    from memframe.team_sync.state import STATE_FILE, SyncState
+    from memframe.team_sync.sync_state import STATE_FILE, SyncState
 
 _LAZY = {
     "MAX_BODY_BYTES": "client",
@@ -57,8 +57,8 @@ _LAZY = {
     "SyncError": "settings",
     "TeamSyncSettings": "settings",
     "repo_from_remote_url": "settings",
-    "STATE_FILE": "state",
-    "SyncState": "state",
+    "STATE_FILE": "sync_state",
+    "SyncState": "sync_state",
 }
 
 __all__ = [

@@ -30,7 +30,7 @@ from memframe._fs import atomic_write_text
 from memframe.team_keys import MAX_ENTRY_BYTES, UnsafeKeyError, safe_target
 from memframe.team_sync.http import Http, Reply, RequestError
 from memframe.team_sync.settings import SyncConfig, SyncError, TeamSyncSettings
-from memframe.team_sync.state import (
+from memframe.team_sync.sync_state import (
     TEAM_DIR,
     BlockedEntry,
     Failure,

@@ -23,7 +23,7 @@ import pytest
 
 import memframe
 from memframe.hook import EVENTS
-from memframe.hook.state import HookPaths, read_state, valid_session_id
+from memframe.hook.session_files import HookPaths, read_state, valid_session_id
 from memframe.hook.transcript import IncrementalReader, RewindEvent
 from memframe.memdir import MemoryStore, locate
 from memframe.replay import replay

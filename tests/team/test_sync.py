@@ -18,7 +18,7 @@ import pytest
 
 from memframe.scanner import default_scanner
 from memframe.team_sync import MAX_BODY_BYTES, STATE_FILE, batches
-from memframe.team_sync.state import LocalEntry, checksum
+from memframe.team_sync.sync_state import LocalEntry, checksum
 from tests.native.vectors import positives
 from tests.team.conftest import REPO, TOKEN, Fault, FaultProxy, make_client, write
 
