@@ -118,6 +118,22 @@ def _instantiate(target: Any, frame: Any) -> Any:
     return cls(frame) if _takes_frame(cls) else cls()
 
 
+class _Guarded:
+    """What pluggy holds for a registered layer: the layer's hook implementations, each wrapped
+    so that one layer's failure never stops the others (pluggy stops at the first exception),
+    as attributes of the same names; ``layer`` is the layer itself."""
+
+    def __init__(self, layer: object) -> None:
+        self.layer = layer
+
+    def __repr__(self) -> str:
+        return f"<memframe layer {self.layer!r}>"
+
+
+def _layer_of(plugin: Any) -> Any:
+    return plugin.layer if isinstance(plugin, _Guarded) else plugin
+
+
 class _CommandProvider:
     """A layer's ``register_commands`` alone, registered when commands are collected."""
 
@@ -135,37 +151,76 @@ class LayerManager(pluggy.PluginManager):
         self.trace_hooks = trace
         self._calls = _CallFrame()
         self._infos: dict[str, LayerInfo] = {}
+        self._guarded: dict[int, _Guarded] = {}  # id(layer) -> what pluggy holds for it
 
     # -- registration ------------------------------------------------------------------------
 
     def register(self, plugin: object, name: str | None = None) -> str | None:
-        registered = super().register(plugin, name)
-        if registered is None:
-            return None
-        callers = list(self.get_hookcallers(plugin) or ())
-        wrappers = [
-            caller.name
-            for caller in callers
-            for impl in caller.get_hookimpls()
-            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper)
-        ]
+        """Register a layer. pluggy is handed a stand-in (:class:`_Guarded`) whose hook
+        implementations are the layer's, each wrapped by :meth:`_guard`; every method of this
+        manager that takes or returns a plugin speaks of the layer itself."""
+        if id(plugin) in self._guarded:
+            raise ValueError(f"Plugin already registered under a different name: {plugin!r}")
+        layer_name = name or self.get_canonical_name(plugin)
+        marker = f"{self.project_name}_impl"
+        stand_in = _Guarded(plugin)
+        wrappers = []
+        for attribute in dir(plugin):
+            opts = self.parse_hookimpl_opts(plugin, attribute)
+            if opts is None:
+                continue
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                wrappers.append(opts.get("specname") or attribute)
+                continue
+            function = getattr(plugin, attribute)
+            hook = opts.get("specname") or attribute
+            guarded = self._guard(function, layer_name, hook)
+            setattr(guarded, marker, opts)
+            setattr(stand_in, attribute, guarded)
         if wrappers:
             # A wrapper's exception cannot be isolated (it surrounds the other layers), so a
             # layer that could crash the host through one is refused.
-            self.unregister(plugin)
             raise pluggy.PluginValidationError(
                 plugin,
-                f"layer {registered!r} uses a hook wrapper for {', '.join(wrappers)}; memframe "
+                f"layer {layer_name!r} uses a hook wrapper for {', '.join(wrappers)}; memframe "
                 "layers implement hooks directly (use tryfirst/trylast to order them)",
             )
-        for caller in callers:
-            for impl in caller.get_hookimpls():
-                if impl.plugin is plugin:
-                    # pluggy marks HookImpl.function Final; replacing it is how every layer keeps
-                    # running after another one raised (pluggy stops at the first exception).
-                    guarded = self._guard(impl.function, registered, caller.name)
-                    impl.function = guarded  # type: ignore[misc]
+        registered = super().register(stand_in, layer_name)
+        if registered is not None:
+            self._guarded[id(plugin)] = stand_in
         return registered
+
+    # pluggy holds the stand-ins; these speak of the layers.
+
+    def _stand_in(self, plugin: object) -> object:
+        return self._guarded.get(id(plugin), plugin)
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any | None:
+        stand_in = super().unregister(
+            plugin=None if plugin is None else self._stand_in(plugin), name=name
+        )
+        if isinstance(stand_in, _Guarded):
+            self._guarded.pop(id(stand_in.layer), None)
+            return stand_in.layer
+        return stand_in
+
+    def get_plugin(self, name: str) -> Any | None:
+        return _layer_of(super().get_plugin(name))
+
+    def get_plugins(self) -> set[Any]:
+        return {_layer_of(plugin) for plugin in super().get_plugins()}
+
+    def list_name_plugin(self) -> list[tuple[str, object]]:
+        return [(name, _layer_of(plugin)) for name, plugin in super().list_name_plugin()]
+
+    def is_registered(self, plugin: object) -> bool:
+        return super().is_registered(self._stand_in(plugin))
+
+    def get_name(self, plugin: object) -> str | None:
+        return super().get_name(self._stand_in(plugin))
+
+    def get_hookcallers(self, plugin: object) -> list[pluggy.HookCaller] | None:
+        return super().get_hookcallers(self._stand_in(plugin))
 
     def add_layer(self, target: Any, *, name: str, frame: Any, info: LayerInfo) -> str:
         if self.is_blocked(name):

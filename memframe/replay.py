@@ -135,12 +135,13 @@ def replay(
         Path(path), format=transcript_format, include_sidechains=include_sidechains
     )
     watcher = _ErrorWatcher()
-    frame.register_layer(f"replay-watcher-{id(watcher)}", watcher)
+    watcher_name = f"replay-watcher-{id(watcher)}"
+    frame.register_layer(watcher_name, watcher)
     hook_calls: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def before(hook_name: str, hook_impls: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
         for impl in hook_impls:
-            if impl.plugin is not watcher:
+            if impl.plugin_name != watcher_name:
                 hook_calls[impl.plugin_name][hook_name] += 1
 
     def after(*_: Any) -> None:
