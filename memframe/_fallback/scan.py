@@ -8,6 +8,10 @@ and allowlists).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from typing import Any
+
 from memframe.rules import RuleSet
 
 # (rule index, start, end, secret_start, secret_end, line) — character offsets, 1-based line
@@ -27,6 +31,53 @@ def utf8(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
+class KeywordIndex:
+    """Which keywords occur in a lower-cased text, found in one pass.
+
+    Every keyword goes into one trie-shaped regex (``a(?:kia|sia)|…``: a position costs one
+    first-byte test unless a keyword starts there) inside a look-ahead, so one ``findall`` (in C)
+    yields the longest keyword starting at every position. Every keyword occurring at a position is
+    a prefix of the longest one there, so each found keyword implies the keywords it contains and
+    the result is exactly ``{k for k in keywords if k in text}``.
+    """
+
+    def __init__(self, keywords: Iterable[bytes]) -> None:
+        words = sorted({w for w in keywords if w})
+        self._pattern = re.compile(b"(?=(" + _trie(words) + b"))") if words else None
+        self._implied = {w: frozenset(v for v in words if v in w) for w in words}
+
+    def present(self, lowered: bytes) -> set[bytes]:
+        """The keywords that occur in ``lowered`` (ASCII-lower-cased UTF-8 bytes)."""
+        found: set[bytes] = set()
+        if self._pattern is not None:
+            for word in set(self._pattern.findall(lowered)):
+                found |= self._implied[word]
+        return found
+
+
+def _trie(words: list[bytes]) -> bytes:
+    """A regex matching the longest of ``words`` starting at a position (greedy optional tails)."""
+    root: dict[int, Any] = {}
+    for word in words:
+        node = root
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[-1] = {}  # a keyword ends here
+
+    def emit(node: dict[int, Any]) -> bytes:
+        branches = [
+            re.escape(bytes([b])) + emit(child) for b, child in sorted(node.items()) if b >= 0
+        ]
+        if not branches:
+            return b""
+        body = branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+        if -1 in node:  # a keyword ends here and longer ones continue: the tail is optional
+            return (b"(?:" + body + b")?") if len(branches) > 1 or len(body) > 1 else body + b"?"
+        return body
+
+    return emit(root)
+
+
 class PythonScanner:
     """A compiled rule set for the pure-Python engine."""
 
@@ -36,6 +87,7 @@ class PythonScanner:
         self.rules = rules
         self._rules = rules.rules
         self._keywords = [tuple(k.encode("ascii") for k in rule.keywords) for rule in rules]
+        self._index = KeywordIndex(k for keywords in self._keywords for k in keywords)
 
     @property
     def rule_count(self) -> int:
@@ -43,11 +95,11 @@ class PythonScanner:
 
     def candidates(self, text: str) -> list[int]:
         """Indices of the rules whose keywords occur in the text (or that have none)."""
-        lowered = utf8(text).lower()
+        present = self._index.present(utf8(text).lower())
         return [
             index
             for index, keywords in enumerate(self._keywords)
-            if not keywords or any(k in lowered for k in keywords)
+            if not keywords or not present.isdisjoint(keywords)
         ]
 
     def _matches(self, index: int, text: str, first_only: bool) -> list[tuple[int, int, int, int]]:

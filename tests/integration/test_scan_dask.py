@@ -163,6 +163,8 @@ def build_tree(root: Path) -> tuple[dict[str, str], Path]:
         expected[name] = vector.secret or ""
     (root / "neg").mkdir()
     for index, vector in enumerate(negatives()):
+        if vector.flagged_by:  # a near miss that a generic rule rightly reports
+            continue
         (root / "neg" / f"{vector.rule_id}-{index}.txt").write_text(vector.text, encoding="utf-8")
     # several secrets in one file, inline allows, non-ASCII columns
     (root / "notes.md").write_text(
@@ -374,6 +376,8 @@ def big_file_with_boundary_secrets(path: Path) -> list[tuple[str, str]]:
         secret_at = buf.find(text.encode(), high - 70_000)
         assert secret_at < cut < secret_at + len(text.encode()), rule
         planted.append((rule, secret))
+        if rule == "aws-secret-access-key":  # the generic assignment rule reports it as well
+            planted.append(("generic-api-key", secret))
         start = cut
     lines_until(len(buf) + 3_000_000)
     buf.extend(f"last line {GITHUB}".encode())

@@ -23,6 +23,61 @@ KEYWORDS = sorted({k for rule in RULES for k in rule.keywords})
 
 pytestmark = pytest.mark.skipif(len(ENGINES) < 2, reason="needs at least two engines")
 
+# Markdown and code around a secret: italics, bold, code spans, strike-through, quotes, brackets,
+# JSON/code escapes, blockquotes, list items and table cells (issue 15, item 2).
+BOUNDARIES = [
+    "_",
+    "__",
+    "*",
+    "**",
+    "`",
+    "~~",
+    '"',
+    "'",
+    "[",
+    "]",
+    "(",
+    ")",
+    "<",
+    ">",
+    "\\n",
+    "\\r",
+    "\\t",
+    "\\\\n",
+    "> ",
+    "\n> ",
+    "- ",
+    "* ",
+    "| ",
+    " |",
+    "=",
+    ": ",
+    '\\"',
+]
+WRAPS = [
+    ("_", "_"),
+    ("__", "__"),
+    ("*", "*"),
+    ("**", "**"),
+    ("`", "`"),
+    ("~~", "~~"),
+    ('"', '"'),
+    ("'", "'"),
+    ("[", "]"),
+    ("(", ")"),
+    ("<", ">"),
+    ("\\n", "\\n"),
+    ("\\r\\n", "\\r\\n"),
+    ("> ", "\n"),
+    ("\n> ", "\n> "),
+    ("- ", "\n"),
+    ("| ", " |"),
+    ("|", "|"),
+    ('\\"', '\\"'),
+    ("x_", "_x"),
+    ("_x", "x_"),
+]
+
 # Characters that make rules almost match: key alphabets, separators, quotes, CJK, controls.
 KEYLIKE = st.sampled_from(
     [
@@ -46,6 +101,7 @@ FRAGMENT = st.one_of(
             "https://hooks.slack.com/services/",
         ]
     ),
+    st.sampled_from(BOUNDARIES),
 )
 TEXTS = st.lists(FRAGMENT, max_size=12).map("".join)
 
@@ -79,6 +135,23 @@ def test_mutated_secrets(data):
         secret = _mutate(secret, data)
     prefix = data.draw(st.text(KEYLIKE, max_size=10))
     assert_engines_agree(prefix + secret + data.draw(st.text(KEYLIKE, max_size=10)))
+
+
+@given(st.sampled_from(SECRETS), st.sampled_from(WRAPS), st.sampled_from(WRAPS))
+def test_secrets_in_markdown_and_code_boundaries(secret, inner, outer):
+    assert_engines_agree(outer[0] + inner[0] + secret + inner[1] + outer[1])
+
+
+@pytest.mark.parametrize(("before", "after"), WRAPS[:-2])
+def test_wrapped_secret_is_found_on_every_engine(before, after):
+    # A PAT in italics, bold, a code span, quotes, brackets, a JSON escape, a blockquote, a list
+    # item or a table cell is found whole (today's \\b alone misses the Markdown underscore).
+    secret = "ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf"
+    text = f"see {before}{secret}{after} and more"
+    for scanner in SCANNERS:
+        found = [text[f.secret_start : f.secret_end] for f in scanner.find(text)]
+        assert secret in found, (scanner.engine, text)
+    assert_engines_agree(text)
 
 
 @given(st.binary(max_size=300))

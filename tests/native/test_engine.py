@@ -25,7 +25,7 @@ from tests.integration.cli_runner import memframe_env, run_memframe
 ROOT = Path(__file__).resolve().parents[2]
 # Valid for Rust regex and Python re, but too large for Hyperscan's compiler.
 TOO_LARGE = r"\b(zzz(?:[a-z]{1,200}[0-9]{1,200}){60})"
-AWS = "AKIAQWERTYUIOPASDFGH"
+AWS = "AKIAQ7VJ2ZWXK5MRT3LB"  # random-looking: a keyboard run would be a stand-in
 
 
 def _native_built() -> bool:

@@ -33,7 +33,8 @@ def test_every_positive_vector_is_found(scanner, vector):
 
 @pytest.mark.parametrize("vector", negatives(), ids=lambda v: f"{v.rule_id}-{v.context}")
 def test_no_negative_vector_produces_a_finding(scanner, vector):
-    assert scanner.find(vector.text) == []
+    # only the rules the vector names (a generic rule on a malformed token's assignment) report it
+    assert {f.rule_id for f in scanner.find(vector.text)} == set(vector.flagged_by)
 
 
 def test_scan_reports_each_rule_once_in_rule_order(scanner):

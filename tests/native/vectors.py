@@ -16,6 +16,7 @@ class Vector:
     context: str
     text: str
     secret: str | None  # None for a negative vector
+    flagged_by: tuple[str, ...] = ()  # a negative's other rules that rightly report it
 
 
 @functools.cache
@@ -26,7 +27,8 @@ def all_vectors() -> tuple[Vector, ...]:
         for item in data.get("positive", []):
             vectors.append(Vector(path.stem, item["context"], item["text"], item["secret"]))
         for item in data.get("negative", []):
-            vectors.append(Vector(path.stem, item["context"], item["text"], None))
+            flagged = tuple(item.get("flagged_by", ()))
+            vectors.append(Vector(path.stem, item["context"], item["text"], None, flagged))
     return tuple(vectors)
 
 

@@ -194,11 +194,13 @@ def _first_positive(rule_id: str) -> tuple[str, re.Match[str]]:
 # -- the bundled rule set -------------------------------------------------------------------------
 
 
-def test_default_ids_are_the_spec_ids_in_order() -> None:
+def test_default_ids_start_with_the_spec_ids_in_order() -> None:
+    # SPEC §4.7's rules come first, in order; issue 15's follow. Only the floor is pinned.
     assert len(SPEC_IDS) == 47
-    assert DEFAULT.ids() == SPEC_IDS
-    assert len(set(DEFAULT.ids())) == 47
-    assert list(DEFAULT.by_id()) == list(SPEC_IDS)
+    assert DEFAULT.ids()[: len(SPEC_IDS)] == SPEC_IDS
+    assert len(DEFAULT) >= 150
+    assert len(set(DEFAULT.ids())) == len(DEFAULT)
+    assert list(DEFAULT.by_id()) == list(DEFAULT.ids())
 
 
 def test_default_rules_path_is_the_bundled_file() -> None:
@@ -272,7 +274,7 @@ def test_hyperscan_flags_every_positive_vector() -> None:
                 vec["text"].encode(),
                 match_event_handler=lambda i, _f, _t, _fl, _c, seen=seen: seen.add(i),
             )
-            assert SPEC_IDS.index(rid) in seen, rid
+            assert DEFAULT.ids().index(rid) in seen, rid
 
 
 def test_fingerprint_is_stable_and_sensitive() -> None:
@@ -289,14 +291,14 @@ def test_fingerprint_is_stable_and_sensitive() -> None:
     )
     assert changed.fingerprint() != DEFAULT.fingerprint()
     data = json.loads(DEFAULT.to_json())
-    assert [r["id"] for r in data["rules"]] == list(SPEC_IDS)
+    assert [r["id"] for r in data["rules"]] == list(DEFAULT.ids())
 
 
 # -- vectors --------------------------------------------------------------------------------------
 
 
 def test_one_vector_file_per_rule() -> None:
-    assert sorted(VECTORS) == sorted(SPEC_IDS)
+    assert sorted(VECTORS) == sorted(DEFAULT.ids())
     for rid, doc in VECTORS.items():
         assert set(doc) == {"positive", "negative"}, rid
         pos, neg = doc["positive"], doc["negative"]
@@ -307,7 +309,9 @@ def test_one_vector_file_per_rule() -> None:
             assert set(v) == {"context", "text", "secret"} and v["context"] in CONTEXTS, rid
             assert v["secret"] in v["text"], rid
         for v in neg:
-            assert set(v) == {"context", "text"} and v["context"] in CONTEXTS, rid
+            assert set(v) - {"flagged_by"} == {"context", "text"}, rid
+            assert v["context"] in CONTEXTS, rid
+            assert rid not in v.get("flagged_by", []), rid
 
 
 @pytest.mark.parametrize(("rule_id", "index", "vector"), POSITIVES)
@@ -326,16 +330,20 @@ def test_positive_vector(rule_id: str, index: int, vector: dict[str, str]) -> No
 
 @pytest.mark.parametrize(("rule_id", "index", "vector"), NEGATIVES)
 def test_negative_vector(rule_id: str, index: int, vector: dict[str, str]) -> None:
-    assert reference_find(DEFAULT, vector["text"]) == []
+    # A near miss of its rule; `flagged_by` names the other rules that rightly report it (e.g. the
+    # generic assignment rule on `TWILIO_API_KEY=<a malformed SID>`), and only those.
+    found = {h.rule_id for h in reference_find(DEFAULT, vector["text"])}
+    assert rule_id not in found
+    assert found == set(vector.get("flagged_by", []))
 
 
 def test_adjacent_secrets_are_all_found() -> None:
     """A consumed trailing boundary never hides the next secret of the same rule."""
-    for rid in SPEC_IDS:
+    for rid in DEFAULT.ids():
         secrets = [v["secret"] for v in VECTORS[rid]["positive"]]
         text, m = _first_positive(rid)
-        anchor = text[m.start() : m.start(1)]
-        joined = " ".join(anchor + s for s in secrets)
+        anchor, rest = text[m.start() : m.start(1)], text[m.end(1) : m.end()]
+        joined = " ".join(anchor + s + rest for s in secrets)
         found = [h.secret for h in reference_find(DEFAULT, joined, only=rid)]
         assert found == secrets, rid
 
@@ -387,8 +395,9 @@ def test_hostile_inputs_stay_linear(rule: Rule) -> None:
     # 1. The prefix (and anchor) then 1 MB of the rule's own key characters, no terminator.
     assert _count(rule, head + filler * MB) == _count(rule, head + filler * 3000)
 
-    # 2. ~1 MB of complete matches separated by one blank: every one is found.
-    unit = text[m.start() : m.end(1)] + " "
+    # 2. ~1 MB of complete matches separated by one blank: every one is found. (The whole match: a
+    # URL's password is followed by the rest of its match, the host.)
+    unit = text[m.start() : m.end()].rstrip() + " "
     reps = MB // len(unit) + 1
     assert _count(rule, unit * reps) == reps
 
@@ -781,7 +790,7 @@ def test_merge_appends_and_rejects_duplicates(tmp_path: Path) -> None:
         _write(tmp_path, "schema = 1\n[allowlist]\nstopwords = ['demo']\n" + GOOD_RULE)
     )
     merged = merge(DEFAULT, extra)
-    assert merged.ids() == (*SPEC_IDS, "acme-key")
+    assert merged.ids() == (*DEFAULT.ids(), "acme-key")
     assert (
         merged.allowlist.stopwords[: len(DEFAULT.allowlist.stopwords)]
         == DEFAULT.allowlist.stopwords
@@ -826,3 +835,121 @@ def test_rule_from_mapping() -> None:
 def test_module_exports() -> None:
     for name in rules_mod.__all__:
         assert hasattr(rules_mod, name), name
+
+
+# -- issue 15: boundaries, stand-ins, the one-pass keyword prefilter ------------------------------
+
+PEM_BODY = [
+    "MIIEowIBAAKCAQEAx4Pp0s8vN2XgkR5mWq7YtLz3JcVbH9aFd6uKe1oTiQnSyMwE",
+    "rB2lD8hGf0Jk3Pq5Xs7Tv9Yz1Ac4Ee6Gg8Ii0Kk2Mm4Oo6Qq8Ss0Uu2Ww4Yy6Aa8C",
+    "c0Ee2Gg4Ii6Kk8Mm0Oo2Qq4Ss6Uu8Ww0Yy2Aa4Cc6Ee8Gg0Ii2Kk4Mm6Oo8Qq0Ss2",
+]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "suffix", "joiner"),
+    [
+        ("> ", "", "\n> "),  # a Markdown blockquote
+        ('"', '\\n" +', '\n    "'),  # Java / JavaScript string concatenation
+        ('"', '\\n"', '\n    "'),  # adjacent C / Python literals
+        ("'", "\\n',", "\n  '"),  # a list of literals
+        ("# ", "", "\n# "),  # a commented-out key
+    ],
+)
+def test_private_key_tolerates_quotes_and_concatenation(
+    prefix: str, suffix: str, joiner: str
+) -> None:
+    lines = ["-----BEGIN RSA PRIVATE KEY-----", *PEM_BODY, "-----END RSA PRIVATE KEY-----"]
+    text = "key = " + prefix + (suffix + joiner).join(lines) + suffix.rstrip(" +,") + "\n"
+    hits = [h for h in reference_find(DEFAULT, text) if h.rule_id == "private-key"]
+    assert len(hits) == 1, text
+    assert hits[0].secret.startswith("-----BEGIN RSA") and hits[0].secret.endswith("KEY-----")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "_ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf_",
+        "*_AKIAQ7VJ2ZWXK5MRT3LB_*",
+        '{"content": "key:\\nghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf\\r\\n"}',
+        "> ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf",
+        "| prod | ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf |",
+        "- ~~ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf~~",
+        "[ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf](url)",
+    ],
+)
+def test_markdown_and_code_boundaries(text: str) -> None:
+    secrets = {h.secret for h in reference_find(DEFAULT, text)}
+    assert secrets & {"ghp_5Gc0xqQl2rWufYCY3TjM4RBzPtLGR2lGMWSf", "AKIAQ7VJ2ZWXK5MRT3LB"}, text
+
+
+def _stand_ins(secret: str, rule: Rule) -> list[str]:
+    """Obvious stand-ins with the secret's shape: its keyword prefix kept, the rest replaced by
+    x-runs, a repeated unit, an alphabet/digit run, EXAMPLE, or a template."""
+    low = secret.lower()
+    keep = max((len(k) for k in rule.keywords if low.startswith(k)), default=0)
+    head, body = secret[:keep], secret[keep:]
+    positions = [i for i, c in enumerate(body) if c.isalnum()]
+
+    def fill(chars: str) -> str:
+        out = list(body)
+        for n, i in enumerate(positions):
+            out[i] = chars[n % len(chars)]
+        return head + "".join(out)
+
+    units = {c for c in body if c.isalnum()}
+    if units <= set("0123456789abcdef"):
+        run = "0123456789abcdef"
+    elif units <= set("0123456789"):
+        run = "0123456789"
+    elif all(c.isupper() or c.isdigit() for c in units):
+        run = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    elif all(c.islower() or c.isdigit() for c in units):
+        run = "abcdefghijklmnopqrstuvwxyz0123456789"
+    else:
+        run = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    unit = "".join(body[i] for i in positions[:3]) or "ab1"
+    stand_ins = [fill("x"), fill(unit), fill(run), fill("abc123"), fill("0")]
+    if len(positions) > 10:
+        stand_ins.append(fill(run)[: len(secret) - 7] + "EXAMPLE")
+    return stand_ins
+
+
+@pytest.mark.parametrize("rule", DEFAULT.rules, ids=DEFAULT.ids())
+def test_obvious_stand_ins_are_never_flagged(rule: Rule) -> None:
+    for vec in VECTORS[rule.id]["positive"]:
+        for stand_in in _stand_ins(vec["secret"], rule):
+            text = vec["text"].replace(vec["secret"], stand_in)
+            assert rule.id not in {h.rule_id for h in reference_find(DEFAULT, text)}, stand_in
+    for template in ("<token>", "${API_TOKEN}", "your-token-here", "changeme", "xxxxxxxxxxxxxxxx"):
+        vec = VECTORS[rule.id]["positive"][0]
+        text = vec["text"].replace(vec["secret"], template)
+        found = {h.rule_id for h in reference_find(DEFAULT, text)}
+        assert not found & {rule.id, "generic-api-key", "generic-password"}, (rule.id, template)
+
+
+def test_keyword_index_is_exactly_substring_search() -> None:
+    from memframe._fallback.scan import KeywordIndex
+
+    keywords = [k.encode() for rule in DEFAULT for k in rule.keywords]
+    index = KeywordIndex(keywords)
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    @given(
+        st.lists(
+            st.one_of(
+                st.sampled_from(sorted(set(keywords))),
+                st.text("abcdeiklmnoprstx_-.:/0123", max_size=6).map(str.encode),
+            ),
+            max_size=12,
+        ).map(b"".join)
+    )
+    def check(text: bytes) -> None:
+        assert index.present(text) == {k for k in set(keywords) if k in text}
+
+    check()
+    # overlapping and nested keywords are all reported
+    small = KeywordIndex([b"abc", b"bcd", b"b", b"cde", b"abcdef"])
+    assert small.present(b"xabcdefx") == {b"abc", b"bcd", b"b", b"cde", b"abcdef"}
+    assert small.present(b"abcd") == {b"abc", b"bcd", b"b"}
+    assert KeywordIndex([]).present(b"anything") == set()
