@@ -32,6 +32,7 @@ REGISTRY: tuple[str, ...] = (
     "benches.sync",
     "benches.hook",
     "benches.memory",
+    "benches.rules_quality",
 )
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SCHEMA = 1
