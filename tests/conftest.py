@@ -4,6 +4,7 @@ plugin (``memframe.testing.pytest_plugin``: ``memframe_open``, ``memframe_frame`
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,9 @@ def fake_home(tmp_path) -> Path:
     return home
 
 
+_SCAN_CACHE = Path(tempfile.mkdtemp(prefix="memframe-test-scan-db-"))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
     """No test sees the developer's MEMFRAME_* settings or touches the real home directory."""
@@ -36,6 +40,10 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, fake_home: Path) -> None:
     monkeypatch.setenv("HOME", str(fake_home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(fake_home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(fake_home / ".cache"))
+    # One compiled scan database for the whole run (164 rules take ~1 s to compile): a private
+    # cache directory of the test session, not each test's fresh home. Tests of the cache's
+    # location set or delete the variable themselves.
+    monkeypatch.setenv("MEMFRAME_SCAN_CACHE", str(_SCAN_CACHE))
 
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")

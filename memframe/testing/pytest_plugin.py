@@ -16,7 +16,8 @@ with ``-p no:memframe``. Do not also list it in ``pytest_plugins``.
   not created).
 
 Frames opened through these fixtures never see the caller's ``MEMFRAME_*`` variables (except
-``MEMFRAME_BACKEND``): set what a test needs with ``monkeypatch`` in the test itself.
+``MEMFRAME_BACKEND`` and ``MEMFRAME_SCAN_CACHE``): set what a test needs with ``monkeypatch`` in
+the test itself.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from memframe.testing import FrameFactory, ScriptedBackend
 
 # The pure-Python/native switch is the caller's choice (CI runs a suite on both).
-KEPT_ENV_VARS = frozenset({"MEMFRAME_BACKEND"})
+KEPT_ENV_VARS = frozenset({"MEMFRAME_BACKEND", "MEMFRAME_SCAN_CACHE"})
 SESSION_ID = "test"
 
 
