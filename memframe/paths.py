@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+SCAN_CACHE_ENV = "MEMFRAME_SCAN_CACHE"
 MAX_SLUG_LENGTH = 120
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -80,3 +81,18 @@ def project_key(project_dir: Path) -> str:
     """The per-project directory name: the sanitized canonical git root (or the directory)."""
     root = canonical_git_root(project_dir) or project_dir.resolve()
     return sanitize_path(str(root))
+
+
+def scan_cache_dir() -> Path | None:
+    """Where the scanner keeps what it derives from rules: the native engine's compiled databases
+    and the validated bundled rule set. ``$MEMFRAME_SCAN_CACHE`` (a directory, or ``off``), else
+    ``$XDG_CACHE_HOME/memframe/scan-db``, else ``~/.cache/memframe/scan-db``. Short-lived
+    processes (a hook call) then load them instead of compiling them."""
+    value = os.environ.get(SCAN_CACHE_ENV, "").strip()
+    if value.lower() in ("off", "0", "false", "no"):
+        return None
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME", "").strip()
+    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
+    return root / "memframe" / "scan-db"

@@ -21,10 +21,11 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from memframe import _backend
 from memframe.errors import BackendError, EngineDegradedWarning
+from memframe.paths import scan_cache_dir as database_cache_dir
 from memframe.rules import RuleError, RuleSet, load_rules
 
 REDACTED = "[REDACTED]"
@@ -93,23 +94,6 @@ def _clean(data: str | bytes) -> str | bytes:
         except UnicodeEncodeError:
             return _LONE_SURROGATE.sub("\ufffd", data)
     return data
-
-
-CACHE_ENV: Final = "MEMFRAME_SCAN_CACHE"
-
-
-def database_cache_dir() -> Path | None:
-    """Where the native engine keeps compiled databases: ``$MEMFRAME_SCAN_CACHE`` (a directory,
-    or ``off``), else ``$XDG_CACHE_HOME/memframe/scan-db``, else ``~/.cache/memframe/scan-db``.
-    Short-lived processes (a hook call) then load the database instead of compiling it."""
-    value = os.environ.get(CACHE_ENV, "").strip()
-    if value.lower() in ("off", "0", "false", "no"):
-        return None
-    if value:
-        return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip()
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".cache"
-    return root / "memframe" / "scan-db"
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,6 +196,10 @@ class RuleSet:
 
     def to_json(self) -> str:
         """Canonical JSON of :meth:`to_dict` (sorted keys, no spaces, ASCII)."""
+        return self._json
+
+    @cached_property
+    def _json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
     def fingerprint(self) -> str:

@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use aho_corasick::AhoCorasick;
 use regex::bytes::{CaptureLocations, Regex, RegexBuilder, RegexSet, RegexSetBuilder};
@@ -152,7 +152,7 @@ impl Allow {
 }
 
 struct Rule {
-    regex: Regex,
+    regex: LazyRegex,
     secret_group: usize,
     entropy: Option<f64>,
     allow: Allow,
@@ -229,6 +229,70 @@ fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
         .size_limit(64 << 20)
         .dfa_size_limit(64 << 20)
         .build()
+}
+
+/// A rule's regex, checked when the scanner is built and compiled when a text first needs it.
+///
+/// Compiling every rule's regex is most of the cost of building a scanner from a cached
+/// database (a short-lived process such as an agent hook scans one small text, and confirms
+/// only the few rules whose signal hit). Building checks what can make a pattern invalid — its
+/// syntax and its group count — by parsing it; compiling later can then fail only on the size
+/// limits, and then compiles again without them, so a rule is never dropped.
+struct LazyRegex {
+    pattern: String,
+    compiled: OnceLock<Regex>,
+}
+
+impl LazyRegex {
+    /// Parse `pattern` as `build_regex` would; `(regex, capture group count incl. group 0)`.
+    fn new(pattern: &str) -> Result<(Self, usize), regex::Error> {
+        let parsed = regex_syntax::ParserBuilder::new()
+            .unicode(false)
+            .utf8(false)
+            .build()
+            .parse(pattern);
+        let hir = match parsed {
+            Ok(hir) => hir,
+            // the regex crate's own error (the same parser): compiling reports it
+            Err(_) => return Err(build_regex(pattern).err().unwrap_or_else(size_error)),
+        };
+        let groups = hir.properties().explicit_captures_len() + 1;
+        let lazy = Self {
+            pattern: pattern.to_owned(),
+            compiled: OnceLock::new(),
+        };
+        Ok((lazy, groups))
+    }
+
+    fn get(&self) -> &Regex {
+        self.compiled
+            .get_or_init(|| compile_within(&self.pattern, 64 << 20))
+    }
+}
+
+/// `pattern` compiled with `limit` as its size limits, or without limits when they refuse it
+/// (only a pattern that parsed comes here: nothing but the limits can refuse it).
+fn compile_within(pattern: &str, limit: usize) -> Regex {
+    let build = |limit: usize| {
+        RegexBuilder::new(pattern)
+            .unicode(false)
+            .size_limit(limit)
+            .dfa_size_limit(limit)
+            .build()
+    };
+    build(limit)
+        .or_else(|_| build(usize::MAX))
+        .unwrap_or_else(|e| unreachable!("rule regex {pattern:?} parsed but does not compile: {e}"))
+}
+
+/// The error of a pattern the parser refused but the regex crate accepted (cannot happen: both
+/// run the same parser); reported as the size-limit error of an empty limit.
+fn size_error() -> regex::Error {
+    RegexBuilder::new("a")
+        .size_limit(0)
+        .build()
+        .err()
+        .unwrap_or_else(|| unreachable!("a size limit of 0 refuses every pattern"))
 }
 
 /// A regex pattern (our subset) as Vectorscan wants it: a leading `(?i)` becomes a flag, added
@@ -513,11 +577,12 @@ impl Scanner {
     pub fn new_cached(spec: &RuleSetSpec, cache_dir: Option<&Path>) -> Result<Self, Error> {
         let mut rules = Vec::with_capacity(spec.rules.len());
         for rule in &spec.rules {
-            let regex = build_regex(&rule.regex).map_err(|source| Error::RuleRegex {
-                rule: rule.id.clone(),
-                source,
-            })?;
-            if rule.secret_group >= regex.captures_len() {
+            let (regex, groups) =
+                LazyRegex::new(&rule.regex).map_err(|source| Error::RuleRegex {
+                    rule: rule.id.clone(),
+                    source,
+                })?;
+            if rule.secret_group >= groups {
                 return Err(Error::SecretGroup {
                     rule: rule.id.clone(),
                     group: rule.secret_group,
@@ -766,8 +831,9 @@ impl Scanner {
         out: &mut Vec<[usize; 5]>,
     ) {
         let rule = &self.rules[index];
+        let regex = rule.regex.get();
         // one set of capture slots for every match of this rule in this text
-        let mut slots = rule.regex.capture_locations();
+        let mut slots = regex.capture_locations();
         let mut position = 0;
         let mut next = 0;
         loop {
@@ -786,7 +852,7 @@ impl Scanner {
             if start > data.len() {
                 return;
             }
-            let Some(whole) = rule.regex.captures_read_at(&mut slots, data, start) else {
+            let Some(whole) = regex.captures_read_at(&mut slots, data, start) else {
                 return;
             };
             position = if whole.end() > whole.start() {
@@ -1226,6 +1292,40 @@ mod tests {
             .collect();
         assert_eq!(got, expected, "{regex}");
         got.len()
+    }
+
+    #[test]
+    fn rule_regexes_are_checked_when_built_and_compiled_when_first_needed() {
+        let json = serde_json::json!({"rules": [
+            {"id": "a", "regex": r"\b(AKIA[A-Z0-9]{16})\b", "keywords": ["akia"]},
+            {"id": "b", "regex": r"\b(zz[0-9]{8})\b", "keywords": ["zz"]},
+        ]})
+        .to_string();
+        let scanner = Scanner::from_json(&json).expect("compiles");
+        assert!(scanner
+            .rules
+            .iter()
+            .all(|r| r.regex.compiled.get().is_none()));
+        let found = scanner.find(b"key AKIAABCDEFGHIJKLMNOP here");
+        assert_eq!(found.len(), 1);
+        // only the rule whose signal hit was compiled
+        assert!(scanner.rules[0].regex.compiled.get().is_some());
+        assert!(scanner.rules[1].regex.compiled.get().is_none());
+        // syntax and groups are still refused up front
+        let unclosed = serde_json::json!({"rules": [{"id": "u", "regex": "(ab"}]}).to_string();
+        assert!(matches!(
+            Scanner::from_json(&unclosed),
+            Err(Error::RuleRegex { rule, .. }) if rule == "u"
+        ));
+        let group = serde_json::json!({"rules": [{"id": "g", "regex": "(ab)", "secret_group": 2}]})
+            .to_string();
+        assert!(matches!(
+            Scanner::from_json(&group),
+            Err(Error::SecretGroup { rule, group: 2 }) if rule == "g"
+        ));
+        // a pattern over the size limits still compiles (without them): no rule is dropped
+        let regex = compile_within(r"\b(tok_[a-z]{32})", 16);
+        assert!(regex.is_match(b"tok_abcdefghijklmnopqrstuvwxyzabcdef"));
     }
 
     #[test]
