@@ -31,6 +31,7 @@ import orjson
 
 from memframe import _backend
 from memframe._fs import PRIVATE_FILE_MODE, atomic_write_bytes, ensure_private_dir, exclusive_lock
+from memframe.state import load_json_state
 from memframe.team_keys import MAX_ENTRY_BYTES, local_keys
 from memframe.team_sync.settings import SyncError
 
@@ -164,18 +165,9 @@ def _read_states(memory_dir: Path) -> dict[str, Any]:
     repo never makes this one forget what it knew). The older single-state layout is read too."""
     path = state_path(memory_dir)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
+        data = load_json_state(path, "team sync state")
     except OSError as exc:
         raise SyncError(f"cannot read the team sync state {path}: {exc}") from exc
-    try:
-        data = orjson.loads(raw)
-        if not isinstance(data, dict):
-            raise ValueError(f"top level is {type(data).__name__}, not an object")
-    except ValueError as exc:
-        log.warning("team sync state %s is unreadable (%s): starting afresh", path, exc)
-        return {}
     states = data.get("states")
     if isinstance(states, dict):
         return {k: v for k, v in states.items() if isinstance(v, dict)}

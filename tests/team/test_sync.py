@@ -584,6 +584,9 @@ def test_the_state_file_is_private_and_survives_corruption(server, memory_dir):
     assert result.ok and result.pushed == ["b.md"]
     assert mode(memory_dir / STATE_FILE) == 0o600
     assert state_of(memory_dir)["repo"] == REPO
+    # the unreadable file is kept aside under the one naming scheme (memframe.state.keep_aside)
+    [aside] = memory_dir.glob(f"{STATE_FILE}.corrupt-*")
+    assert aside.read_text() == "{not json"
 
 
 def test_the_state_of_another_repo_is_not_reused(server, memory_dir):
