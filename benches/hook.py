@@ -88,7 +88,7 @@ WORKER_LINGER = 3.0  # seconds: the worker outlives the bursts of Stop events, t
 
 
 def _hook_argv() -> list[str]:
-    from memframe.hook.install import default_command
+    from memframe.agents.install import default_command
 
     return shlex.split(default_command())
 
@@ -145,7 +145,7 @@ def _setup(root: Path) -> tuple[Path, Path]:
 
 def _team_dir(project: Path, env: dict[str, str]) -> Path:
     """The project's team memory directory as the hook process finds it (its environment, its
-    configuration; ``memframe.hook.adapter._pre_tool_use``), created as a team member has it."""
+    configuration; ``memframe.agents.adapter._pre_tool_use``), created as a team member has it."""
     from memframe.config import load_config
     from memframe.memdir.files import TEAM_DIR
     from memframe.memdir.location import locate_for
@@ -234,7 +234,7 @@ def _timed(argv: list[str], payload: bytes | None, env: dict[str, str], cwd: Pat
 
 
 def _worker_pid(root: Path, project: Path) -> int | None:
-    from memframe.hook.session_files import HookPaths, read_state
+    from memframe.agents.session_files import HookPaths, read_state
 
     state = read_state(HookPaths.for_session(root / "home", project, SESSION))
     worker = state.get("worker")
@@ -244,7 +244,7 @@ def _worker_pid(root: Path, project: Path) -> int | None:
 
 def _wait_idle(root: Path, project: Path, timeout: float) -> None:
     """Until the worker took every pending event (it then lingers, idle)."""
-    from memframe.hook.session_files import HookPaths, read_state
+    from memframe.agents.session_files import HookPaths, read_state
 
     paths = HookPaths.for_session(root / "home", project, SESSION)
     deadline = time.monotonic() + timeout

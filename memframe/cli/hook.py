@@ -14,7 +14,7 @@ DESCRIPTION = (
     "contract (Claude Code unless --agent says otherwise). Install it with "
     "`memframe install-hooks [--agent NAME]`."
 )
-AGENTS = ("claude-code", "codex", "gemini", "cursor")  # as memframe.hook.agents.AGENTS
+AGENTS = ("claude-code", "codex", "gemini", "cursor")  # as memframe.agents.contracts.AGENTS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace | None = None) -> int:
-    from memframe.hook.adapter import run as run_hook
+    from memframe.agents.adapter import run as run_hook
 
     agent = getattr(args, "agent", None) or "claude-code"
     if sys.stdin is None or sys.stdin.isatty():

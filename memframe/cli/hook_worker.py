@@ -1,5 +1,5 @@
 """``memframe hook-worker``: internal. The background worker ``memframe hook`` starts: it reads
-the new part of a session's transcript and drives the layers (see memframe.hook.worker)."""
+the new part of a session's transcript and drives the layers (see memframe.agents.worker)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from memframe.hook.worker import run_worker
+    from memframe.agents.worker import run_worker
 
     return run_worker(args.session, args.cwd, args.transcript, linger=args.linger)

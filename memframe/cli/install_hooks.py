@@ -69,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memframe.agents import install
     from memframe.cli import EXIT_OK, CommandError
-    from memframe.hook import install
 
     agent = getattr(args, "agent", None) or "claude-code"
     layout = install.LAYOUTS[agent]
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(path: Path, before: str | None, after: str) -> Path | None:
-    from memframe.hook import install
+    from memframe.agents import install
 
     saved = install.backup(path) if before is not None else None
     mode = path.stat().st_mode & 0o777 if before is not None else 0o600

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 import memframe
-from memframe.hook import EVENTS
-from memframe.hook.session_files import HookPaths, read_state, valid_session_id
-from memframe.hook.transcript import IncrementalReader, RewindEvent
+from memframe.agents import EVENTS
+from memframe.agents.session_files import HookPaths, read_state, valid_session_id
+from memframe.agents.transcript import IncrementalReader, RewindEvent
 from memframe.memdir import MemoryStore, locate
 from memframe.replay import replay
 from memframe.session import validate_session_id
@@ -881,8 +881,8 @@ def test_the_hook_does_not_load_the_runtime(hook_env):
 
 
 def test_the_fast_path_agrees_with_the_runtime(hook_env):
+    from memframe.agents.memory import memory_location
     from memframe.config import load_config
-    from memframe.hook.memory import memory_location
 
     config = load_config({"home": hook_env.home, "config_dir": hook_env.config_dir})
     with hook_env.frame() as frame:

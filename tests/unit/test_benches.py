@@ -255,10 +255,10 @@ def test_hook_check_skips_what_was_not_measured() -> None:
 def test_team_write_event_reaches_the_scanner_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memframe.agents.guard import inside, target_path, written_text
+    from memframe.agents.memory import memory_location
+    from memframe.agents.protocol import parse_input
     from memframe.config import load_config
-    from memframe.hook.guard import inside, target_path, written_text
-    from memframe.hook.memory import memory_location
-    from memframe.hook.protocol import parse_input
 
     project = tmp_path / "project"
     project.mkdir()

@@ -15,7 +15,7 @@ import pytest
 
 import memframe._process
 from memframe._process import Probe, pid_alive, probe_pid
-from memframe.hook.session_files import is_hook_worker, worker_running
+from memframe.agents.session_files import is_hook_worker, worker_running
 from memframe.memdir.lock import ConsolidationLock
 
 NOBODY = 65534

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from memframe.agents.transcript import IncrementalReader, RewindEvent
 from memframe.events import ToolUseEvent, derive_events
-from memframe.hook.transcript import IncrementalReader, RewindEvent
 from memframe.transcripts import TranscriptError, open_transcript
 
 SESSION = "5d3c5a57-1d6e-4c43-9a0e-2f1f6f3b8f10"

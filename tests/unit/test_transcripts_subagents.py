@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memframe.agents.transcript import IncrementalReader
 from memframe.events import MessageEvent
-from memframe.hook.transcript import IncrementalReader
 from memframe.messages import Message
 from memframe.transcripts import open_transcript
 from memframe.transcripts.subagents import describe

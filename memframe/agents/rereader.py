@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memframe.agents.records import decode_tool_use, encode_tool_use
+from memframe.agents.transcript import MAX_PROBLEMS, HookEvent, Increment
 from memframe.events import (
     Event,
     ToolUseEvent,
     item_events,
 )
-from memframe.hook.records import decode_tool_use, encode_tool_use
-from memframe.hook.transcript import MAX_PROBLEMS, HookEvent, Increment
 from memframe.messages import Message, ToolUseBlock
 from memframe.transcripts import TranscriptError, open_transcript
 from memframe.transcripts._jsonl import open_binary
@@ -40,7 +40,7 @@ def _int(value: object) -> int:
 
 class WholeFileReader:
     """The reader the worker uses for a format without an incremental reader; the same
-    interface as :class:`memframe.hook.transcript.IncrementalReader`."""
+    interface as :class:`memframe.agents.transcript.IncrementalReader`."""
 
     def __init__(self, format: str, state: Mapping[str, Any] | None = None) -> None:
         state = state or {}

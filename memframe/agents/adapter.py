@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from memframe.hook import EVENTS, WORKER_EVENTS
-from memframe.hook.logfile import write_log
-from memframe.hook.protocol import (
+from memframe.agents import EVENTS, WORKER_EVENTS
+from memframe.agents.logfile import write_log
+from memframe.agents.protocol import (
     EXIT_BLOCK,
     EXIT_OK,
     HookInput,
@@ -43,8 +43,8 @@ from memframe.hook.protocol import (
 )
 
 if TYPE_CHECKING:
+    from memframe.agents.session_files import HookPaths
     from memframe.config import Config, RefusedVariable
-    from memframe.hook.session_files import HookPaths
 
 FORK_GUARD_ENV = "MEMFRAME_IN_FORK"  # as memframe.models.FORK_GUARD_ENV (not imported: slow)
 PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
@@ -67,7 +67,8 @@ class Answer:
 
 def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, agent: str = "claude-code") -> int:
     """The hook command's whole life: read, answer, exit code. Never raises. ``agent`` names
-    the host whose contract is spoken (:mod:`memframe.hook.agents`; Claude Code's by default)."""
+    the host whose contract is spoken (:mod:`memframe.agents.contracts`; Claude Code's by
+    default)."""
     if os.environ.get(FORK_GUARD_ENV, "").strip():
         return EXIT_OK  # one of memframe's own model subprocesses: no memory work inside it
     home = None
@@ -76,7 +77,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, agent: str = "claude-
         if agent == "claude-code":
             hook = parse_input(read_input(stdin))
         else:
-            from memframe.hook.agents import translate
+            from memframe.agents.contracts import translate
 
             hook = translate(agent, decode_input(read_input(stdin)))
         if hook.event not in EVENTS:
@@ -99,7 +100,7 @@ def run(stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO, agent: str = "claude-
         starting = hook is not None and hook.event == "SessionStart"
         answer = _config_problem(exc) if starting else Answer()
     if hook is not None and hook.agent != "claude-code":
-        from memframe.hook.agents import render
+        from memframe.agents.contracts import render
 
         answer = render(hook, answer)
     try:
@@ -192,7 +193,7 @@ def handle(hook: HookInput, config: Config) -> Answer:
 
 def _paths(hook: HookInput, config: Config, project: Path) -> HookPaths | None:
     """The session's hook files; ``None`` (and a log line) without a usable session id."""
-    from memframe.hook.session_files import HookPaths, valid_session_id
+    from memframe.agents.session_files import HookPaths, valid_session_id
 
     try:
         session_id = valid_session_id(hook.session_id)
@@ -213,13 +214,13 @@ def _limit_message(warnings: list[str]) -> str | None:
 
 
 def _session_start(hook: HookInput, config: Config, project: Path) -> Answer:
-    from memframe.hook.memory import memory_context, memory_location
+    from memframe.agents.memory import memory_context, memory_location
 
     context = memory_context(memory_location(project, config))
     paths = _paths(hook, config, project)
     text = context.text
     if paths is not None:
-        from memframe.hook.session_files import locked_state
+        from memframe.agents.session_files import locked_state
 
         with locked_state(paths) as state:
             state["context"] = {"fingerprint": context.fingerprint, "at": time.time()}
@@ -247,7 +248,7 @@ def _session_notes(session_dir: Path, config: Config) -> str | None:
 
 
 def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
-    from memframe.hook.memory import (
+    from memframe.agents.memory import (
         index_fingerprint,
         memory_context,
         memory_location,
@@ -257,7 +258,7 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
     paths = _paths(hook, config, project)
     if paths is None:
         return Answer()
-    from memframe.hook.session_files import locked_state
+    from memframe.agents.session_files import locked_state
 
     location = memory_location(project, config)
     parts: list[str] = []
@@ -282,13 +283,13 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
 
 
 def _pre_tool_use(hook: HookInput, config: Config, project: Path) -> Answer:
-    from memframe.hook import WRITE_TOOLS
+    from memframe.agents import WRITE_TOOLS
     from memframe.patches import find_patch
 
     if hook.tool_name not in WRITE_TOOLS and find_patch(hook.tool_name, hook.tool_input) is None:
         return Answer()
-    from memframe.hook.guard import check_write, refusal
-    from memframe.hook.memory import memory_location
+    from memframe.agents.guard import check_write, refusal
+    from memframe.agents.memory import memory_location
     from memframe.memdir.files import TEAM_DIR
 
     team_dir = memory_location(project, config).path / TEAM_DIR
@@ -299,7 +300,7 @@ def _pre_tool_use(hook: HookInput, config: Config, project: Path) -> Answer:
         import traceback
 
         write_log(config.home, "ERROR", f"hook PreToolUse: {traceback.format_exc()}")
-        from memframe.hook.logfile import log_path
+        from memframe.agents.logfile import log_path
 
         return Answer(
             output=message_output(
@@ -322,7 +323,7 @@ def _schedule(hook: HookInput, config: Config, project: Path) -> Answer:
     paths = _paths(hook, config, project)
     if paths is None:
         return Answer()
-    from memframe.hook.session_files import add_pending, locked_state, worker_running
+    from memframe.agents.session_files import add_pending, locked_state, worker_running
 
     entry: dict[str, Any] = {"event": hook.event, "at": time.time()}
     for key in ("transcript_path", "reason", "trigger", "tool_name"):

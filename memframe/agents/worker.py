@@ -6,7 +6,7 @@ The worker holds the session's worker lock for its whole life, then loops:
 1. take the pending events from ``hook.json`` (under its lock);
 2. read the transcript from the saved cursor and dispatch the new events to the session of a
    frame opened with the normal configuration and every layer (the session is resumed, with its
-   counters, context meter and history restored: see :mod:`memframe.hook.runtime`);
+   counters, context meter and history restored: see :mod:`memframe.agents.runtime`);
 3. at ``SessionEnd`` end the session (the layers' final work: waiting for session notes, the
    dream gate, a last team push);
 4. wait for the layers' background work, save the session state, the runtime and the cursor.
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memframe.hook.logfile import write_log
-from memframe.hook.session_files import (
+from memframe.agents.logfile import write_log
+from memframe.agents.session_files import (
     HookPaths,
     add_pending,
     load_json,
@@ -41,10 +41,10 @@ from memframe.hook.session_files import (
 )
 
 if TYPE_CHECKING:
+    from memframe.agents.rereader import WholeFileReader
+    from memframe.agents.transcript import Increment, IncrementalReader
     from memframe.config import Config, RefusedVariable
     from memframe.frame import MemoryFrame
-    from memframe.hook.rereader import WholeFileReader
-    from memframe.hook.transcript import Increment, IncrementalReader
 
     Reader = IncrementalReader | WholeFileReader
     from memframe.messages import Message
@@ -101,12 +101,12 @@ def run_worker(
         refused = refuse_project_env(starts)
         config = load_config()
     except Exception as exc:
-        from memframe.hook.adapter import fallback_home
+        from memframe.agents.adapter import fallback_home
 
         write_log(fallback_home(), "ERROR", f"hook worker: bad configuration: {exc}")
         return 0
     if refused:
-        from memframe.hook.adapter import refusal_message
+        from memframe.agents.adapter import refusal_message
 
         write_log(config.home, "WARNING", f"hook worker: {refusal_message(refused)}")
     handler = HookLogHandler(config.home)
@@ -199,7 +199,7 @@ class Worker:
     def _failed(self, batch: list[dict[str, Any]], error: str) -> None:
         """Log the failure and queue the batch again for a fresh worker (this one exits: its
         session in memory may be half-updated); after ``MAX_ATTEMPTS`` the events are dropped."""
-        from memframe.hook.adapter import spawn_worker
+        from memframe.agents.adapter import spawn_worker
 
         write_log(self.config.home, "ERROR", f"hook worker {self.paths.session_id}: {error}")
         with locked_state(self.paths) as state:
@@ -230,8 +230,8 @@ class Worker:
     def _open_session(self) -> Session:
         if self.session is not None and not self.session.closed:
             return self.session
+        from memframe.agents.runtime import load_history, restore
         from memframe.frame import open_frame
-        from memframe.hook.runtime import load_history, restore
 
         if self.frame is None:
             # never strict: a failing layer is logged, the host is never failed
@@ -247,7 +247,7 @@ class Worker:
         return session
 
     def _process(self, batch: list[dict[str, Any]]) -> None:
-        from memframe.hook.transcript import Increment
+        from memframe.agents.transcript import Increment
 
         started = time.monotonic()
         kinds = [str(entry.get("event")) for entry in batch]
@@ -286,7 +286,7 @@ class Worker:
     def _reader(self, state: dict[str, Any]) -> tuple[Reader, str | None]:
         """The reader for the transcript's format (the one saved, else detected from the
         file's first records), and a problem when memframe cannot read that file."""
-        from memframe.hook.transcript import IncrementalReader
+        from memframe.agents.transcript import IncrementalReader
 
         known = state.get("format")
         if not isinstance(known, str):
@@ -298,7 +298,7 @@ class Worker:
         if known.startswith("!"):
             self.format = None
             return IncrementalReader(state), known[1:]
-        from memframe.hook.rereader import WholeFileReader
+        from memframe.agents.rereader import WholeFileReader
 
         self.format = known
         return WholeFileReader(known, state), None
@@ -329,7 +329,7 @@ class Worker:
 
         transcript = self.transcript
         if not transcript:
-            from memframe.hook.transcript import Increment
+            from memframe.agents.transcript import Increment
 
             return Increment(problems=["no transcript path in the hook input"])
         increment = reader.read(transcript, final=final)
@@ -350,8 +350,8 @@ class Worker:
         return increment
 
     def _dispatch(self, session: Session, increment: Increment) -> None:
-        from memframe.hook.runtime import rewind
-        from memframe.hook.transcript import RewindEvent
+        from memframe.agents.runtime import rewind
+        from memframe.agents.transcript import RewindEvent
 
         for event in increment.events:
             if isinstance(event, RewindEvent):
@@ -360,7 +360,7 @@ class Worker:
                 session.dispatch(event)
 
     def _save(self, session: Session, reader: Reader) -> None:
-        from memframe.hook.runtime import capture, save_history
+        from memframe.agents.runtime import capture, save_history
 
         self.history_bytes = save_history(
             self.paths.history, session.history, self.loaded, self.history_bytes

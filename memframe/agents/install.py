@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memframe import config_files
-from memframe.hook import EVENTS
+from memframe.agents import EVENTS
 
 DEFAULT_TIMEOUT = 30
 # PreToolUse only needs the write tools (the team-memory guard); other events take every call.

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from memframe._fs import PRIVATE_FILE_MODE, atomic_write_bytes
-from memframe.hook.records import decode_message, encode_message
+from memframe.agents.records import decode_message, encode_message
 from memframe.messages import Message, MessageError
 
 if TYPE_CHECKING:

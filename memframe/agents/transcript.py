@@ -39,17 +39,17 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from memframe.agents.records import (
+    decode_message,
+    decode_tool_use,
+    encode_message,
+    encode_tool_use,
+)
 from memframe.events import (
     CompactEvent,
     Event,
     ToolUseEvent,
     item_events,
-)
-from memframe.hook.records import (
-    decode_message,
-    decode_tool_use,
-    encode_message,
-    encode_tool_use,
 )
 from memframe.messages import Message, MessageError, ToolUseBlock
 from memframe.transcripts._jsonl import ReadStats, TranscriptError, iter_lines, open_binary

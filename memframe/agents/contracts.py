@@ -24,10 +24,10 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from memframe.hook.protocol import EXIT_BLOCK, HookInput, hook_input
+from memframe.agents.protocol import EXIT_BLOCK, HookInput, hook_input
 
 if TYPE_CHECKING:
-    from memframe.hook.adapter import Answer
+    from memframe.agents.adapter import Answer
 
 AGENTS = ("claude-code", "codex", "gemini", "cursor")
 DEFAULT_AGENT = "claude-code"

@@ -4,13 +4,13 @@ Claude Code runs the hook command on each lifecycle event and passes the event a
 The adapter answers fast and never fails the host:
 
 - ``SessionStart`` / ``UserPromptSubmit``: the memory instructions and ``MEMORY.md`` as
-  ``additionalContext`` (:mod:`memframe.hook.adapter`, without importing the heavy runtime);
+  ``additionalContext`` (:mod:`memframe.agents.adapter`, without importing the heavy runtime);
 - ``PreToolUse`` on a write into ``<memory dir>/team/``: a secret in the content is refused
-  with exit code 2 (:mod:`memframe.hook.guard`);
+  with exit code 2 (:mod:`memframe.agents.guard`);
 - ``PostToolUse``, ``Stop``, ``SubagentStop``, ``PreCompact``, ``SessionEnd``: the work is
-  flagged in the per-session hook state (:mod:`memframe.hook.session_files`) and a detached worker
-  (:mod:`memframe.hook.worker`) reads the new part of the transcript
-  (:mod:`memframe.hook.transcript`) and drives the layers.
+  flagged in the per-session hook state (:mod:`memframe.agents.session_files`) and a detached worker
+  (:mod:`memframe.agents.worker`) reads the new part of the transcript
+  (:mod:`memframe.agents.transcript`) and drives the layers.
 """
 
 from __future__ import annotations

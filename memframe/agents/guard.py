@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memframe.hook import WRITE_TOOLS
+from memframe.agents import WRITE_TOOLS
 
 if TYPE_CHECKING:
     from memframe.config import Config
