@@ -3,8 +3,8 @@ shell, which start a sub-agent, and the paths a call writes.
 
 Claude Code writes files with ``Write``, ``Edit``, ``MultiEdit`` and ``NotebookEdit`` (the path
 in ``file_path`` or ``notebook_path``); Codex CLI with ``apply_patch``, as its own tool or run
-from a shell command (:mod:`memframe.patches`). Layers, the hook guard, the transcript readers
-and the offline model all ask here.
+from a shell command (:mod:`memframe.agents.patches`). Layers, the hook guard, the transcript
+readers and the offline model all ask here.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PATH_KEYS: Final = ("file_path", "notebook_path")
 def written_paths(name: str | None, tool_input: Mapping[str, Any]) -> list[str]:
     """The paths (as written in the call: possibly relative) a tool call writes or deletes:
     a write tool's target, or every file an ``apply_patch`` adds, updates, moves or deletes."""
-    from memframe.patches import find_patch, parse_patch
+    from memframe.agents.patches import find_patch, parse_patch
 
     patch = find_patch(name, tool_input)
     if patch is not None:

@@ -31,5 +31,5 @@ EVENTS = (
 # Events whose work runs in the background worker.
 WORKER_EVENTS = frozenset({"PostToolUse", "Stop", "SubagentStop", "PreCompact", "SessionEnd"})
 # Tools that write a file (and so may write into team memory); Codex's apply_patch is found
-# by memframe.patches.
+# by memframe.agents.patches.
 WRITE_TOOLS = FILE_WRITE_TOOLS

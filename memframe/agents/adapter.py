@@ -284,7 +284,7 @@ def _user_prompt(hook: HookInput, config: Config, project: Path) -> Answer:
 
 def _pre_tool_use(hook: HookInput, config: Config, project: Path) -> Answer:
     from memframe.agents import WRITE_TOOLS
-    from memframe.patches import find_patch
+    from memframe.agents.patches import find_patch
 
     if hook.tool_name not in WRITE_TOOLS and find_patch(hook.tool_name, hook.tool_input) is None:
         return Answer()

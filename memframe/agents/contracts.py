@@ -5,7 +5,7 @@ onto Claude Code's (the one the adapter acts on).
 - ``codex``: Codex CLI sends Claude Code's field and event names (plus ``turn_id``, ``model``,
   and a ``transcript_path`` that may be ``null``) and reads Claude Code's answers
   (``hookSpecificOutput.additionalContext``, exit 2 with the reason on stderr to block). Its
-  file edits are ``apply_patch`` calls, read by :mod:`memframe.patches`.
+  file edits are ``apply_patch`` calls, read by :mod:`memframe.agents.patches`.
 - ``gemini``: Gemini CLI's events are renamed (``BeforeTool`` → ``PreToolUse``, ``BeforeAgent``
   → ``UserPromptSubmit``, ``AfterAgent`` → ``Stop``, ``PreCompress`` → ``PreCompact``…) and so
   are its write tools (``write_file`` → ``Write``, ``replace`` → ``Edit``); the answers keep

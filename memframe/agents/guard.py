@@ -123,7 +123,7 @@ def _read_limited(path: Path) -> str | None:
 def patch_texts(patch: str, cwd: Path, team_dir: Path) -> list[str]:
     """What a Codex ``apply_patch`` would put into team memory: for each file it adds, updates
     or moves into ``team/``, the new lines and the file as it would be after the patch."""
-    from memframe.patches import parse_patch
+    from memframe.agents.patches import parse_patch
 
     texts: list[str] = []
     from memframe._fs import resolve_under
@@ -147,7 +147,7 @@ def check_write(
     """The rule ids that make this tool call a secret written into team memory (``[]``: let
     it run). Codex's ``apply_patch`` (as its own tool or run from a shell command) is judged
     file by file, by the patched result."""
-    from memframe.patches import find_patch
+    from memframe.agents.patches import find_patch
 
     patch = find_patch(tool_name, tool_input)
     if patch is not None:

@@ -1,4 +1,4 @@
-"""Codex's apply_patch envelope: parsed once (memframe.patches) for the team guard, the
+"""Codex's apply_patch envelope: parsed once (memframe.agents.patches) for the team guard, the
 extraction skip rule and the offline notes. The patch texts follow the format Codex documents
 (``*** Begin Patch`` … ``*** End Patch``; Add/Delete/Update File, Move to, ``@@`` hunks)."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from memframe.agents.patches import find_patch, parse_patch
 from memframe.layers.extract_memories import wrote_into
 from memframe.messages import Message, ToolUseBlock
-from memframe.patches import find_patch, parse_patch
 
 PATCH = """*** Begin Patch
 *** Add File: notes/new.md
