@@ -14,7 +14,9 @@ import contextlib
 import functools
 import hashlib
 import json
+import os
 import re
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -118,8 +120,31 @@ def _cache_key(rule_file: bytes) -> str:
 
 
 def _read_cached(entry: Path, key: str, source: str) -> RuleSet | None:
+    """The entry's rule set, or ``None`` unless it is a regular file (not a symlink) owned by
+    this user and writable by nobody else (as the engines' database files) with the right key
+    and shape: in a shared cache directory nobody else can hand this process fewer rules."""
     try:
-        doc = json.loads(entry.read_bytes())
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != os.geteuid()
+            or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            raw = handle.read()
+    except OSError:
+        return None
+    finally:
+        if fd != -1:
+            os.close(fd)
+    try:
+        doc = json.loads(raw)
         if doc["key"] != key:
             return None
         return _rule_set_from_dict(doc["rules"], source)

@@ -43,9 +43,11 @@ RUNNABLE_DOCS = (
     "team-sync.md",
     "integrations.md",
     "testing.md",
+    "scanning.md",
+    "tokens.md",
 )
 # Fence languages allowed in those docs; ``python`` is the only one that is executed.
-FENCE_LANGUAGES = {"python", "text", "console", "toml", "json"}
+FENCE_LANGUAGES = {"python", "text", "console", "toml", "json", "yaml", "sh"}
 BLOCK_TIMEOUT = 120
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")

@@ -145,3 +145,21 @@ def test_a_fresh_process_loads_the_same_set_from_the_entry(cache: Path) -> None:
     ).stdout.split()
     assert out == [_parsed(), "False", "False"]
     assert len(_entries(cache)) == 1
+
+
+def test_an_entry_others_can_write_or_a_symlink_is_not_trusted(cache: Path) -> None:
+    load_rules()
+    [entry] = _entries(cache)
+    doc = json.loads(entry.read_text("utf-8"))
+    doc["rules"]["rules"] = doc["rules"]["rules"][:1]  # what an attacker would hand over
+    entry.write_text(json.dumps(doc), "utf-8")
+    entry.chmod(0o622)
+    assert _reload() == _parsed()  # ignored (and written again, private)
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    planted = cache.parent / "planted.json"
+    planted.write_text(json.dumps(doc), "utf-8")
+    planted.chmod(0o600)
+    entry.unlink()
+    entry.symlink_to(planted)
+    assert _reload() == _parsed()
+    assert not entry.is_symlink()
