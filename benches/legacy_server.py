@@ -13,6 +13,7 @@ line names the URL) until SIGTERM, like ``memframe serve`` did.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import re
 import signal
@@ -41,9 +42,17 @@ from memframe.server.storage import (
     entry_checksum,
     hash_token,
     now,
-    repo_checksum,
 )
 from memframe.team_keys import MAX_ENTRY_BYTES, UnsafeKeyError, check_key
+
+
+def repo_checksum(entry_checksums: Mapping[str, str]) -> str:
+    """The repo checksum as today's server computes it (the same value, one update per key)."""
+    digest = hashlib.sha256()
+    for key in sorted(entry_checksums):
+        digest.update(key.encode("utf-8") + b"\x00" + entry_checksums[key].encode() + b"\n")
+    return "sha256:" + digest.hexdigest()
+
 
 API_PATH = "/api/claude_code/team_memory"
 REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -233,9 +242,7 @@ def _legacy_postgres(url: str, *, max_connections: int = 10, timeout: float = 30
     from psycopg.pq import TransactionStatus
 
     from memframe.server.postgres import (
-        SCHEMA as PG_SCHEMA,
-    )
-    from memframe.server.postgres import (
+        EMPTY_CHECKSUM,
         SCHEMA_LOCK,
         PostgresStorage,
         PostgresUnavailableError,
@@ -243,6 +250,9 @@ def _legacy_postgres(url: str, *, max_connections: int = 10, timeout: float = 30
         connect,
         parse_target,
         scrub,
+    )
+    from memframe.server.postgres import (
+        SCHEMA as PG_SCHEMA,
     )
 
     Connection = psycopg.Connection[tuple[Any, ...]]
@@ -337,6 +347,57 @@ def _legacy_postgres(url: str, *, max_connections: int = 10, timeout: float = 30
                 raise PostgresUnavailableError(
                     f"cannot create the tables in PostgreSQL at {self.where}: {scrub(str(exc), target)}"
                 ) from None
+
+        def put(
+            self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int
+        ) -> PutResult:
+            """Today's put: one transaction per put, one round trip per statement."""
+            if "\x00" in repo or any("\x00" in key for key in entries):
+                raise ValueError("repo names, keys and token fields cannot contain NUL")
+            incoming = {key: entry_checksum(text) for key, text in entries.items()}
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute(
+                    "INSERT INTO repos (repo, version, last_modified, checksum) "
+                    "VALUES (%s, 0, 0, %s) ON CONFLICT (repo) DO NOTHING",
+                    (repo, EMPTY_CHECKSUM),
+                )
+                row = conn.execute(
+                    "SELECT version, last_modified, checksum FROM repos WHERE repo = %s FOR UPDATE",
+                    (repo,),
+                ).fetchone()
+                assert row is not None
+                version, last_modified, checksum = int(row[0]), float(row[1]), str(row[2])
+                exists = version > 0
+                current = checksum if exists else None
+                if if_match is not None and if_match != current:
+                    raise StaleChecksumError(current)
+                checksums: dict[str, str] = dict(
+                    conn.execute(
+                        "SELECT key, checksum FROM entries WHERE repo = %s", (repo,)
+                    ).fetchall()
+                )
+                total = len(checksums.keys() | incoming.keys())
+                if total > max_entries:
+                    raise TooManyEntriesError(max_entries, total)
+                changed = {k: c for k, c in incoming.items() if checksums.get(k) != c}
+                if exists and not changed:
+                    return PutResult(checksum, last_modified, version)
+                if changed:
+                    with conn.cursor() as cursor:
+                        cursor.executemany(
+                            "INSERT INTO entries (repo, key, text, checksum) "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT (repo, key) DO UPDATE SET "
+                            "text = excluded.text, checksum = excluded.checksum",
+                            [(repo, k, entries[k].encode("utf-8"), c) for k, c in changed.items()],
+                        )
+                checksums.update(changed)
+                result = PutResult(repo_checksum(checksums), now(), version + 1)
+                conn.execute(
+                    "UPDATE repos SET version = %s, last_modified = %s, checksum = %s "
+                    "WHERE repo = %s",
+                    (result.version, result.last_modified, result.checksum, repo),
+                )
+            return result
 
     return LegacyPostgresStorage(url)
 

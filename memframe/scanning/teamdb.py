@@ -3,8 +3,10 @@
 A source is a SQLite file (``PATH`` or ``sqlite:///PATH``) or a PostgreSQL URL
 (``postgresql://…``, the ``server`` extra). A SQLite database is opened read-only (a missing file
 is an error, never created; no ``-wal``/``-shm`` file is left behind); a PostgreSQL one is read
-in one read-only transaction (one consistent snapshot) through a server-side cursor. Entries
-are streamed in batches; a finding's location is ``repo:key:line``.
+in one read-only transaction (one consistent snapshot) through a server-side cursor. Both are
+read through the server's own storage engines, opened read-only (``iter_entries``): the scan
+never depends on how the server lays out its tables. Entries are streamed in batches; a
+finding's location is ``repo:key:line``.
 """
 
 from __future__ import annotations
@@ -76,76 +78,59 @@ def entry_uri(repo: str, key: str) -> str:
     return f"{URI_SCHEME}:{quote(repo, safe='')}/{quote(key, safe='/')}"
 
 
-def _open_mode(path: Path) -> str:
-    """Read-only URI parameters. Without a ``-wal`` file (no server has the database open, every
-    write is in the main file) the database is opened immutable, so SQLite creates no ``-wal``
-    or ``-shm`` file beside it; with one, a plain read-only open sees the server's latest
-    writes."""
-    wal = path.with_name(path.name + "-wal")
-    return "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-
-
-def _open(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise TeamDbError(f"{path}: no such database file")
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?{_open_mode(path)}", uri=True)
-        tables = {
-            row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-    except sqlite3.DatabaseError as exc:
-        raise TeamDbError(f"{path}: not a readable SQLite database ({exc})") from None
-    if "entries" not in tables:
-        db.close()
-        raise TeamDbError(f"{path}: not a memframe team database (no 'entries' table)")
-    return db
-
-
 def _sqlite_rows(path: Path) -> Iterator[list[tuple[str, str, str]]]:
-    db = _open(path)
+    """The entries of the server's SQLite database, read through its storage engine opened
+    read-only (nothing created, nothing changed; see ``SQLiteStorage(read_only=True)``)."""
+    from memframe.server.sqlite import SQLiteStorage
+
     try:
-        cursor = db.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
-        while rows := cursor.fetchmany(BATCH_ENTRIES):
+        storage = SQLiteStorage(path, read_only=True)
+    except FileNotFoundError:
+        raise TeamDbError(f"{path}: no such database file") from None
+    started = False
+    try:
+        for rows in storage.iter_entries(batch=BATCH_ENTRIES):
+            started = True
             yield rows
     except sqlite3.DatabaseError as exc:
+        if "no such table" in str(exc):
+            raise TeamDbError(
+                f"{path}: not a memframe team database (no 'entries' table)"
+            ) from None
+        if not started:
+            raise TeamDbError(f"{path}: not a readable SQLite database ({exc})") from None
         raise TeamDbError(f"{path}: cannot read the entries ({exc})") from None
     finally:
-        db.close()
+        storage.close()
 
 
 def _postgres_rows(url: str) -> Iterator[list[tuple[str, str, str]]]:
+    """The entries of the servers' PostgreSQL database, read through the storage engine opened
+    read-only: one read-only transaction (one snapshot), a server-side cursor."""
     try:
         import psycopg
 
-        from memframe.server.postgres import PostgresUnavailableError, connect, parse_target, scrub
+        from memframe.server.postgres import PostgresStorage, PostgresUnavailableError, scrub
     except ImportError:
         raise TeamDbError(
             "scanning a PostgreSQL team database needs psycopg: pip install 'memframe[server]'"
         ) from None
     try:
-        target = parse_target(url, application_name="memframe-scan", timeout=10.0)
-        conn = connect(target)
+        storage = PostgresStorage(
+            url, read_only=True, application_name="memframe-scan", timeout=10.0, max_connections=1
+        )
     except (ValueError, PostgresUnavailableError) as exc:
         raise TeamDbError(str(exc)) from None
-    where = f"PostgreSQL at {target.where}"
+    where = f"PostgreSQL at {storage.where}"
     try:
-        conn.read_only = True
-        with conn.transaction():
-            found = conn.execute("SELECT to_regclass('entries') IS NOT NULL").fetchone()
-            if not found or not found[0]:
-                raise TeamDbError(f"{where}: not a memframe team database (no 'entries' table)")
-            with conn.cursor(name="memframe_scan_entries") as cursor:
-                cursor.itersize = BATCH_ENTRIES
-                cursor.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
-                while rows := cursor.fetchmany(BATCH_ENTRIES):
-                    yield [
-                        (repo, key, bytes(text).decode("utf-8", "replace"))
-                        for repo, key, text in rows
-                    ]
-    except psycopg.Error as exc:
-        raise TeamDbError(f"{where}: cannot read the entries ({scrub(str(exc), target)})") from None
+        yield from storage.iter_entries(batch=BATCH_ENTRIES)
+    except psycopg.errors.UndefinedTable:
+        raise TeamDbError(f"{where}: not a memframe team database (no 'entries' table)") from None
+    except (psycopg.Error, PostgresUnavailableError) as exc:
+        message = scrub(str(exc), storage.target)
+        raise TeamDbError(f"{where}: cannot read the entries ({message})") from None
     finally:
-        conn.close()
+        storage.close()
 
 
 def scan_team_db(

@@ -28,10 +28,14 @@ from urllib.parse import parse_qs
 import orjson
 
 from memframe.server.storage import (
+    PutOutcome,
+    PutRequest,
+    PutResult,
     RepoHead,
     StaleChecksumError,
     Storage,
     TokenInfo,
+    TokenRefusedError,
     TooManyEntriesError,
     hash_token,
 )
@@ -50,6 +54,9 @@ log = logging.getLogger("memframe.server")
 T = TypeVar("T")
 
 NEEDS_EXTRA = "the team server needs the server extra: pip install 'memframe[server]'"
+# A PUT body at most this large is checked on the event loop (JSON, keys, secret scan: a few
+# µs) and its token in the write's transaction: one trip to the committer thread in all.
+INLINE_BODY_BYTES = 4096
 
 
 @dataclass
@@ -172,6 +179,205 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_exception(error)
     else:
         future.set_result(result)
+
+
+# a queued PUT: the loop and future to answer it on, the request, the connection it came on
+_Queued = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", PutRequest, object]
+
+
+class ShuttingDownError(Exception):
+    """The server stopped taking work (HTTP 503 ``shutting_down``)."""
+
+    def __init__(self) -> None:
+        super().__init__("the server is shutting down")
+
+
+# -- the committer ------------------------------------------------------------------------------
+
+
+class Committer:
+    """The one thread of a server process that writes: the request handlers hand it each PUT
+    once (:meth:`submit`, on the event loop); it takes every PUT queued — waiting first for the
+    database's write lock when the storage has one (another process committing), so what
+    arrives meanwhile joins the batch — and writes them with one ``put_batch``: one
+    transaction, one commit (one ``fsync`` on SQLite). A batch is as large as the PUTs in
+    flight (at most ``max_batch``). Each handler gets its own outcome only after the commit.
+
+    Waiting a moment for more (``linger``, seconds, at most half the last commit's time): the
+    clients a batch answered on keep-alive connections usually send their next PUT at once,
+    and it arrives a little after the committer is free again. So while a connection of the
+    last batch has not sent its next PUT yet (``submit(…, source=)`` names the connection), or
+    a PUT is known to be on its way (:meth:`expect`: its request arrived and is being
+    checked), the committer waits for it — before it takes the write lock, so another process
+    is never held up by it — until all are there or the bound is reached. Two groups of clients
+    then share one ``fsync`` instead of taking turns on two; one client never waits (its next
+    PUT is the one queued).
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        max_batch: int = 512,
+        linger: float = 0.001,
+        name: str = "memframe-committer",
+    ) -> None:
+        self._storage = storage
+        self.max_batch = max_batch
+        self.linger = linger
+        self._name = name
+        self._cond = threading.Condition()
+        self._queue: list[_Queued] = []
+        self._awaited: set[object] = set()  # connections of the last batch not back yet
+        self._pending = 0  # queued or being written
+        self._expected = 0  # PUTs between expect() and submit() (or forget())
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._write_lock: Callable[[], contextlib.AbstractContextManager[None]] | None = getattr(
+            storage, "write_lock", None
+        )
+        self.batches = 0  # statistics: batches written and PUTs in them
+        self.puts = 0
+        self._last_commit = 0.0  # how long the last batch's commit took
+
+    def start(self) -> None:
+        with self._cond:
+            if self._thread is not None:
+                return
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+
+    def expect(self) -> None:
+        """A PUT is on its way (called on the event loop when its request arrives)."""
+        with self._cond:
+            self._expected += 1
+
+    def forget(self) -> None:
+        """That PUT will not come (refused before it was submitted)."""
+        with self._cond:
+            self._expected -= 1
+            self._cond.notify_all()
+
+    def submit(
+        self, request: PutRequest, *, expected: bool = False, source: object = None
+    ) -> asyncio.Future[PutOutcome]:
+        """Queue ``request`` (on the event loop); the future's result is its outcome (a
+        :class:`PutResult` or the exception that refused it, or that failed its batch).
+        ``expected``: announced by :meth:`expect`; ``source``: the connection it came on."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[PutOutcome] = loop.create_future()
+        with self._cond:
+            if expected:
+                self._expected -= 1
+            if self._thread is None:
+                raise ShuttingDownError()
+            self._awaited.discard(source)
+            self._queue.append((loop, future, request, source))
+            self._pending += 1
+            self._cond.notify_all()
+        return future
+
+    def _linger(self) -> None:
+        """Wait (bounded) for the PUTs likely on their way; called with ``_cond`` held."""
+        bound = min(self.linger, self._last_commit / 2)
+        if bound <= 0:
+            return
+        deadline = time.monotonic() + bound
+        while (
+            (self._awaited or self._expected > 0)
+            and len(self._queue) < self.max_batch
+            and not self._stopping
+        ):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._cond.wait(remaining)
+
+    def _take(self) -> list[_Queued]:
+        with self._cond:
+            batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                self._linger()
+            outcomes: list[PutOutcome] = []
+            batch: list[_Queued] = []
+            lock = self._write_lock() if self._write_lock else contextlib.nullcontext()
+            started = time.monotonic()
+            try:
+                with lock:
+                    batch = self._take()
+                    started = time.monotonic()
+                    try:
+                        outcomes = self._storage.put_batch([item[2] for item in batch])
+                    except Exception as exc:  # the transaction failed: nothing of it stored
+                        log.exception("a batch of %d PUTs failed", len(batch))
+                        outcomes = [exc] * len(batch)
+            except Exception as exc:  # the write lock itself
+                log.exception("the write lock failed")
+                if not batch:
+                    batch = self._take()
+                outcomes = outcomes or [exc] * len(batch)
+            self._last_commit = time.monotonic() - started
+            with self._cond:  # answered now: their next PUTs are likely on their way
+                self._awaited = {item[3] for item in batch if item[3] is not None}
+            self.batches += 1
+            self.puts += len(batch)
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any]]] = {}
+            for (loop, future, _, _), outcome in zip(batch, outcomes, strict=True):
+                by_loop.setdefault(loop, []).append((future, outcome))
+            for loop, settled in by_loop.items():
+                with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                    loop.call_soon_threadsafe(_settle_all, settled)
+            with self._cond:
+                self._pending -= len(batch)
+                self._cond.notify_all()
+
+    def wait_queued(self, count: int, timeout: float) -> bool:
+        """Wait until at least ``count`` PUTs are queued (at most ``timeout`` s); whether they
+        are (for tests: a committer held on the write lock keeps them queued)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self._queue) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until nothing is queued or being written (at most ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Write what is queued (bounded by ``timeout``), then end the thread."""
+        self.drain(timeout)
+        with self._cond:
+            thread, self._thread = self._thread, None
+            self._stopping = True
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join(timeout)
+
+
+def _settle_all(settled: list[tuple[asyncio.Future[Any], Any]]) -> None:
+    for future, outcome in settled:
+        if not future.cancelled():
+            future.set_result(outcome)
 
 
 # -- the content cache ---------------------------------------------------------------------------
@@ -318,6 +524,8 @@ class TeamMemoryApp:
         self.drain_timeout = drain_timeout
         size = threads or int(getattr(storage, "max_connections", 8) or 8)
         self.workers = WorkerThreads(size)
+        self.committer = Committer(storage)
+        self.closed = False
         self._scanner: Any = None
         self._scanner_lock = threading.Lock()
         self.cache = ContentCache()
@@ -345,6 +553,7 @@ class TeamMemoryApp:
     @asynccontextmanager
     async def _lifespan(self, app: object) -> AsyncIterator[None]:
         self.workers.start()
+        self.committer.start()
         if self.preload_scanner and self.options.scan_secrets:
             await self.workers.run(self.scanner)  # compile the rules before the first request
         try:
@@ -354,7 +563,9 @@ class TeamMemoryApp:
 
     def close(self) -> None:
         """Wait (bounded) for the storage calls in flight, stop the threads, close the storage
-        when this app owns it. Idempotent."""
+        when this app owns it. Idempotent; a request after it is answered 503 (shutting_down)."""
+        self.closed = True
+        self.committer.stop(self.drain_timeout)
         self.workers.stop(self.drain_timeout)
         if self.owns_storage:
             self.storage.close()
@@ -363,7 +574,14 @@ class TeamMemoryApp:
 
     async def handle(self, ex: _Exchange, handler: Callable[[_Exchange], Awaitable[None]]) -> None:
         try:
+            if self.closed:
+                ex.closing = True
+                raise ShuttingDownError()
             await handler(ex)
+        except ShuttingDownError:
+            ex.closing = True
+            error = ApiError(503, "shutting_down", "the server is shutting down: try again")
+            await ex.respond(503, orjson.dumps(error.body()), [(b"retry-after", b"1")])
         except ApiError as exc:
             allow = (
                 [(b"allow", str(exc.details["allow"]).encode())] if "allow" in exc.details else []
@@ -391,16 +609,21 @@ class TeamMemoryApp:
         self._refuse_unread_body(ex)
         raise ApiError(404, "not_found", f"no such endpoint: {ex.path.split('?', 1)[0]}")
 
-    async def _openapi(self, ex: _Exchange) -> None:
+    def _get_only(self, ex: _Exchange) -> None:
         if ex.method != "GET":
-            await self._not_found(ex)
+            self._refuse_unread_body(ex)
+            raise ApiError(
+                405, "method_not_allowed", f"{ex.method} is not allowed here", allow="GET"
+            )
+
+    async def _openapi(self, ex: _Exchange) -> None:
+        self._get_only(ex)
         from memframe.server.openapi import OPENAPI
 
         await ex.respond(200, orjson.dumps(OPENAPI))
 
     async def _health(self, ex: _Exchange) -> None:
-        if ex.method != "GET":
-            await self._not_found(ex)
+        self._get_only(ex)
         await ex.respond(200, b'{"status":"ok"}')
 
     async def _api(self, ex: _Exchange) -> None:
@@ -434,15 +657,7 @@ class TeamMemoryApp:
             status, payload, checksum = answer
             await ex.respond(status, payload, [(b"etag", f'"{checksum}"'.encode())])
         else:
-            if self.inline_lookup:
-                self._authorise(ex, token_hash)
-            else:
-                await self.workers.run(self._authorise, ex, token_hash)
-            body = await self._read_body(ex)
-            payload, checksum = await self.workers.run(
-                self._put, ex, body, _unquote_etag(ex.headers.get("if-match"))
-            )
-            await ex.respond(200, payload, [(b"etag", f'"{checksum}"'.encode())])
+            await self._put(ex, token_hash)
 
     # -- auth (worker threads from here on) ---------------------------------------------------
 
@@ -561,9 +776,88 @@ class TeamMemoryApp:
             raise ApiError(400, "incomplete_body", "the body ended before Content-Length")
         return b"".join(chunks)
 
-    def _put(self, ex: _Exchange, body: bytes, if_match: str | None) -> tuple[bytes, str]:
+    async def _put(self, ex: _Exchange, token_hash: str) -> None:
+        """A PUT: its body checked, then one trip to the committer, which checks the token in
+        the transaction that writes (a token revoked meanwhile writes nothing). A small body
+        (``INLINE_BODY_BYTES``) is read and checked on the event loop before the token; when
+        it is refused, the token is looked up first, so a bad token is still answered 401/403
+        before anything about the body. A larger one is read only once the token is known
+        good, and checked on a worker thread."""
         options = self.options
-        repo = ex.repo or ""
+        if_match = _unquote_etag(ex.headers.get("if-match"))
+        length = ex.headers.get("content-length", "")
+        small = (
+            not ex.headers.get("transfer-encoding")
+            and length.isdigit()
+            and int(length) <= min(INLINE_BODY_BYTES, options.max_body_bytes)
+        )
+        committer = self.committer
+        if small:
+            committer.expect()
+            try:
+                body = await self._read_body(ex)
+                if options.scan_secrets and self._scanner is None:  # compiles the rules once
+                    entries = await self.workers.run(self._parse_put, body)
+                else:
+                    entries = self._parse_put(body)
+            except BaseException as exc:
+                committer.forget()
+                if isinstance(exc, ApiError):
+                    await self._check_token(ex, token_hash)  # 401/403 before the body's error
+                raise
+            request = PutRequest(ex.repo or "", entries, if_match, options.max_entries, token_hash)
+            outcome = await committer.submit(request, expected=True, source=ex.scope.get("client"))
+        else:
+            await self._check_token(ex, token_hash)
+            body = await self._read_body(ex)
+            entries = await self.workers.run(self._parse_put, body)
+            request = PutRequest(ex.repo or "", entries, if_match, options.max_entries, token_hash)
+            outcome = await committer.submit(request, source=ex.scope.get("client"))
+        result = self._put_result(ex, if_match, outcome)
+        # the transaction holding this write committed: only now is it answered
+        payload = orjson.dumps(
+            {"checksum": result.checksum, "lastModified": _iso(result.last_modified)}
+        )
+        await ex.respond(200, payload, [(b"etag", f'"{result.checksum}"'.encode())])
+
+    async def _check_token(self, ex: _Exchange, token_hash: str) -> None:
+        if self.inline_lookup:
+            self._authorise(ex, token_hash)
+        else:
+            await self.workers.run(self._authorise, ex, token_hash)
+
+    @staticmethod
+    def _put_result(ex: _Exchange, if_match: str | None, outcome: PutOutcome) -> PutResult:
+        if isinstance(outcome, PutResult):
+            ex.token = outcome.token
+            return outcome
+        if isinstance(outcome, TokenRefusedError):
+            ex.token = outcome.token
+            code = "unauthorized" if outcome.status == 401 else "forbidden"
+            raise ApiError(outcome.status, code, str(outcome))
+        if isinstance(outcome, StaleChecksumError):
+            if if_match == "*":
+                raise ApiError(412, "precondition_failed", "If-Match: * and nothing is stored")
+            raise ApiError(
+                412,
+                "precondition_failed",
+                "the repo changed since that checksum",
+                current_checksum=outcome.current,
+            )
+        if isinstance(outcome, TooManyEntriesError):
+            raise ApiError(
+                413,
+                "team_memory_too_many_entries",
+                f"the repo would hold {outcome.received} entries; the limit is "
+                f"{outcome.max_entries}",
+                max_entries=outcome.max_entries,
+                received_entries=outcome.received,
+            )
+        raise outcome  # the batch failed (or a refusal of the engine's own): a 500
+
+    def _parse_put(self, body: bytes) -> dict[str, str]:
+        """The entries of a PUT body, checked: JSON, keys, sizes, secrets (4xx otherwise)."""
+        options = self.options
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -590,34 +884,7 @@ class TeamMemoryApp:
             entries[key] = text
         if options.scan_secrets:
             self._refuse_secrets(entries)
-        if if_match == "*":  # any current version: only "the repo must exist"
-            if self.storage.checksum(repo) is None:
-                raise ApiError(412, "precondition_failed", "If-Match: * and nothing is stored")
-            if_match = None
-        try:
-            result = self.storage.put(
-                repo, entries, if_match=if_match, max_entries=options.max_entries
-            )
-        except StaleChecksumError as exc:
-            raise ApiError(
-                412,
-                "precondition_failed",
-                "the repo changed since that checksum",
-                current_checksum=exc.current,
-            ) from exc
-        except TooManyEntriesError as exc:
-            raise ApiError(
-                413,
-                "team_memory_too_many_entries",
-                f"the repo would hold {exc.received} entries; the limit is {exc.max_entries}",
-                max_entries=exc.max_entries,
-                received_entries=exc.received,
-            ) from exc
-        # put() returned: the transaction holding this write committed; only now is it answered
-        payload = orjson.dumps(
-            {"checksum": result.checksum, "lastModified": _iso(result.last_modified)}
-        )
-        return payload, result.checksum
+        return entries
 
     def _refuse_secrets(self, entries: dict[str, str]) -> None:
         from memframe.scanning.gate import gate_findings

@@ -1,4 +1,10 @@
-"""The OpenAPI 3.0 description of the team memory API, served at ``/openapi.json``."""
+"""The OpenAPI 3.0 description of the team memory API, served at ``/openapi.json``.
+
+Every status the server answers is listed with its body (tests/server/test_statuses.py provokes
+each one on real servers, SQLite and PostgreSQL, and validates the bodies against this
+document), including those of the transport: ``408`` (headers or body too slow) and ``503``
+(too many connections, too many requests in flight, shutting down). A method a path does not
+list is answered ``405`` with an ``Allow`` header and the JSON error body."""
 
 from __future__ import annotations
 
@@ -43,6 +49,21 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
+# answered by the transport or the app for any request
+_TRANSPORT = {
+    "408": _error(
+        "request_timeout: the headers (or a PUT's body) did not arrive within the request "
+        "timeout; the connection is closed"
+    ),
+    "503": _error(
+        "too_many_connections (past --max-connections), concurrency_limit (past "
+        "--limit-concurrency) or shutting_down; the connection is closed"
+    ),
+}
+_INTERNAL = {"500": _error("internal_error: the storage failed; the request was not acknowledged")}
+_NO_AUTH: list[dict[str, list[str]]] = []  # overrides the document's bearer requirement
+
+
 OPENAPI: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {
@@ -52,6 +73,12 @@ OPENAPI: dict[str, Any] = {
     },
     "components": {
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "responses": {
+            "MethodNotAllowed": _error(
+                "method_not_allowed: a method the path does not list (an Allow header names "
+                "those it does)"
+            )
+        },
         "schemas": {
             "Error": _ERROR,
             "Repo": {
@@ -142,6 +169,8 @@ OPENAPI: dict[str, Any] = {
                     "401": _error("no or bad token"),
                     "403": _error("the token may not use this repo"),
                     "404": _error("nothing stored"),
+                    **_TRANSPORT,
+                    **_INTERNAL,
                 },
             },
             "put": {
@@ -177,8 +206,51 @@ OPENAPI: dict[str, Any] = {
                     "412": _error("If-Match is stale"),
                     "413": _error("too many entries, an entry or the body too large"),
                     "422": _error("an entry contains a secret"),
+                    **_TRANSPORT,
+                    **_INTERNAL,
                 },
             },
-        }
+        },
+        "/healthz": {
+            "get": {
+                "operationId": "health",
+                "security": _NO_AUTH,
+                "responses": {
+                    "200": {
+                        "description": "the server answers",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["status"],
+                                    "properties": {"status": {"type": "string", "enum": ["ok"]}},
+                                }
+                            }
+                        },
+                    },
+                    **_TRANSPORT,
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "security": _NO_AUTH,
+                "responses": {
+                    "200": {
+                        "description": "this document",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["openapi", "info", "paths"],
+                                }
+                            }
+                        },
+                    },
+                    **_TRANSPORT,
+                },
+            }
+        },
     },
 }

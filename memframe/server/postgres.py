@@ -15,10 +15,11 @@ Requires the ``server`` extra (``psycopg[binary]``, ``psycopg-pool``).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,12 +29,17 @@ from psycopg import conninfo as pg_conninfo
 from psycopg.types.json import Jsonb
 
 from memframe.server.storage import (
+    PutOutcome,
+    PutRequest,
     PutResult,
     RepoHead,
     RepoSnapshot,
+    RepoState,
     StaleChecksumError,
     TokenInfo,
+    TokenRefusedError,
     TooManyEntriesError,
+    check_token,
     entry_checksum,
     now,
     repo_checksum,
@@ -248,14 +254,27 @@ class PostgresStorage:
     they are missing. A URL libpq cannot parse raises ``ValueError``; a server that cannot be
     reached raises :class:`PostgresUnavailableError` naming host and port."""
 
-    def __init__(self, url: str, *, max_connections: int = 10, timeout: float = 30.0) -> None:
-        target = parse_target(url, application_name="memframe-server", timeout=timeout)
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 10,
+        timeout: float = 30.0,
+        read_only: bool = False,
+        application_name: str = "memframe-server",
+    ) -> None:
+        target = parse_target(url, application_name=application_name, timeout=timeout)
         self.url = target.shown
         self.where = target.where
+        self.target = target
         self.max_connections = max_connections
+        self.read_only = read_only
         # one direct connection first: an unreachable server or a refused login is reported
         # with libpq's own reason (a pool would only time out)
         with connect(target, autocommit=True) as conn:
+            if read_only:  # creates nothing: reading is all it will do
+                self._pool = _Pool(target, max_size=max_connections, timeout=timeout)
+                return
             try:
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
@@ -326,52 +345,156 @@ class PostgresStorage:
     def put(
         self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int
     ) -> PutResult:
-        _check_text(repo, *entries)
-        incoming = {key: entry_checksum(text) for key, text in entries.items()}
+        (outcome,) = self.put_batch([PutRequest(repo, entries, if_match, max_entries)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def put_batch(self, requests: Sequence[PutRequest]) -> list[PutOutcome]:
+        """Every request in one transaction, sent as two pipelined round trips:
+
+        1. a placeholder row (version 0) for each repo that has none, every repo's row locked
+           (``FOR UPDATE``, in repo order: replicas committing batches at once cannot
+           deadlock), the entry checksums of those repos and the tokens named;
+        2. the changed entries, the new repo rows (a placeholder nobody wrote is deleted) and
+           ``COMMIT``.
+
+        Each repo is read and written once, its puts applied in order (:class:`RepoState`)."""
+        if self.read_only:
+            raise PermissionError(f"PostgreSQL at {self.where} is open read-only")
+        outcomes: list[PutOutcome | None] = [None] * len(requests)
+        live: list[int] = []
+        for index, request in enumerate(requests):
+            try:
+                _check_text(request.repo, *request.entries, request.token_hash or "")
+            except ValueError as exc:
+                outcomes[index] = exc
+                continue
+            live.append(index)
+        if live:
+            self._write_batch(requests, live, outcomes)
+        assert all(outcome is not None for outcome in outcomes)
+        return outcomes  # type: ignore[return-value]
+
+    def _write_batch(
+        self,
+        requests: Sequence[PutRequest],
+        live: list[int],
+        outcomes: list[PutOutcome | None],
+    ) -> None:
+        incoming = {
+            index: {key: entry_checksum(text) for key, text in requests[index].entries.items()}
+            for index in live
+        }
+        repos = sorted({requests[index].repo for index in live})
+        hashes = sorted({h for index in live if (h := requests[index].token_hash) is not None})
+        with self._pool.connection() as conn:
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    self._batch_statements(conn, requests, live, outcomes, incoming, repos, hashes)
+                    conn.execute("COMMIT")
+                # leaving the pipeline synced it (the second round trip): COMMIT succeeded
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    def _batch_statements(
+        self,
+        conn: Connection,
+        requests: Sequence[PutRequest],
+        live: list[int],
+        outcomes: list[PutOutcome | None],
+        incoming: dict[int, dict[str, str]],
+        repos: list[str],
+        hashes: list[str],
+    ) -> None:
+        conn.execute(
+            "INSERT INTO repos (repo, version, last_modified, checksum) "
+            'SELECT r, 0, 0, %s FROM unnest(%s::text[]) AS r ORDER BY r COLLATE "C" '
+            "ON CONFLICT (repo) DO NOTHING",
+            (EMPTY_CHECKSUM, repos),
+        )
+        locked = conn.execute(
+            "SELECT repo, version, last_modified, checksum FROM repos "
+            "WHERE repo = ANY(%s) ORDER BY repo FOR UPDATE",
+            (repos,),
+        )
+        stored = conn.execute(
+            "SELECT repo, key, checksum FROM entries WHERE repo = ANY(%s)", (repos,)
+        )
+        named = (
+            conn.execute(
+                f"SELECT hash, {TOKEN_COLUMNS} FROM tokens WHERE hash = ANY(%s)", (hashes,)
+            )
+            if hashes
+            else None
+        )
+        rows = locked.fetchall()  # the first round trip
+        checksums: dict[str, dict[str, str]] = {repo: {} for repo in repos}
+        for repo, key, checksum in stored.fetchall():
+            checksums[repo][key] = checksum
+        tokens = {} if named is None else {r[0]: self._token(r[1:]) for r in named.fetchall()}
+        states: dict[str, RepoState] = {}
+        for repo, version, last_modified, checksum in rows:
+            row = (int(version), float(last_modified), str(checksum))
+            states[repo] = RepoState(row if int(version) > 0 else None, checksums[repo])
+        for index in live:
+            request = requests[index]
+            token: TokenInfo | None = None
+            if request.token_hash is not None:
+                checked = check_token(tokens, request.token_hash, request.repo)
+                if isinstance(checked, TokenRefusedError):
+                    outcomes[index] = checked
+                    continue
+                token = checked
+            try:
+                outcomes[index] = states[request.repo].apply(request, incoming[index], token)
+            except (StaleChecksumError, TooManyEntriesError) as exc:
+                outcomes[index] = exc
+        writes = [
+            (repo, key, text.encode("utf-8"), checksum)
+            for repo, state in states.items()
+            for key, (text, checksum) in state.writes.items()
+        ]
+        updates = [
+            (state.version, state.last_modified, state.checksum, repo)
+            for repo, state in states.items()
+            if state.dirty
+        ]
+        unused = [repo for repo, state in states.items() if not state.exists]
+        with conn.cursor() as cursor:
+            if writes:
+                cursor.executemany(
+                    "INSERT INTO entries (repo, key, text, checksum) VALUES (%s, %s, %s, %s) "
+                    "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
+                    "checksum = excluded.checksum",
+                    writes,
+                )
+            if updates:
+                cursor.executemany(
+                    "UPDATE repos SET version = %s, last_modified = %s, checksum = %s "
+                    "WHERE repo = %s",
+                    updates,
+                )
+        if unused:
+            conn.execute("DELETE FROM repos WHERE repo = ANY(%s) AND version = 0", (unused,))
+
+    def iter_entries(self, *, batch: int = 2048) -> Iterator[list[tuple[str, str, str]]]:
+        """Every entry as ``(repo, key, text)``, by repo then key, ``batch`` at a time: one
+        read-only transaction (one snapshot) through a server-side cursor."""
         with self._pool.connection() as conn, conn.transaction():
-            # A placeholder row (version 0) gives a new repo a row to lock; it is replaced below
-            # or rolled back with the transaction, so no reader ever sees it.
-            conn.execute(
-                "INSERT INTO repos (repo, version, last_modified, checksum) "
-                "VALUES (%s, 0, 0, %s) ON CONFLICT (repo) DO NOTHING",
-                (repo, EMPTY_CHECKSUM),
-            )
-            row = conn.execute(
-                "SELECT version, last_modified, checksum FROM repos WHERE repo = %s FOR UPDATE",
-                (repo,),
-            ).fetchone()
-            assert row is not None
-            version, last_modified, checksum = int(row[0]), float(row[1]), str(row[2])
-            exists = version > 0
-            current = checksum if exists else None
-            if if_match is not None and if_match != current:
-                raise StaleChecksumError(current)
-            checksums: dict[str, str] = dict(
-                conn.execute(
-                    "SELECT key, checksum FROM entries WHERE repo = %s", (repo,)
-                ).fetchall()
-            )
-            total = len(checksums.keys() | incoming.keys())
-            if total > max_entries:
-                raise TooManyEntriesError(max_entries, total)
-            changed = {k: c for k, c in incoming.items() if checksums.get(k) != c}
-            if exists and not changed:
-                return PutResult(checksum, last_modified, version)
-            if changed:
-                with conn.cursor() as cursor:
-                    cursor.executemany(
-                        "INSERT INTO entries (repo, key, text, checksum) VALUES (%s, %s, %s, %s) "
-                        "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
-                        "checksum = excluded.checksum",
-                        [(repo, k, entries[k].encode("utf-8"), c) for k, c in changed.items()],
-                    )
-            checksums.update(changed)
-            result = PutResult(repo_checksum(checksums), now(), version + 1)
-            conn.execute(
-                "UPDATE repos SET version = %s, last_modified = %s, checksum = %s WHERE repo = %s",
-                (result.version, result.last_modified, result.checksum, repo),
-            )
-        return result
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            with conn.cursor(name="memframe_iter_entries") as cursor:
+                cursor.itersize = batch
+                cursor.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
+                while rows := cursor.fetchmany(batch):
+                    yield [
+                        (repo, key, bytes(text).decode("utf-8", "replace"))
+                        for repo, key, text in rows
+                    ]
 
     # -- tokens --------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from memframe.server.app import NEEDS_EXTRA
 
 try:
     import uvicorn
+    from uvicorn.protocols.http.flow_control import service_unavailable
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 except ImportError as exc:  # pragma: no cover - the extra is part of the dev set-up
     raise ImportError(NEEDS_EXTRA) from exc
@@ -47,17 +48,35 @@ if TYPE_CHECKING:
 log = logging.getLogger("memframe.server")
 
 
-def _raw_error(status: bytes, code: str, message: str) -> bytes:
-    """A complete JSON error response, written by the protocol itself (no app involved)."""
-    body = b'{"error":{"message":"%s","details":{"error_code":"%s"}}}' % (
+def _error_body(code: str, message: str) -> bytes:
+    return b'{"error":{"message":"%s","details":{"error_code":"%s"}}}' % (
         message.encode(),
         code.encode(),
     )
+
+
+def _raw_error(status: bytes, code: str, message: str) -> bytes:
+    """A complete JSON error response, written by the protocol itself (no app involved)."""
+    body = _error_body(code, message)
     head = b"HTTP/1.1 %s\r\ncontent-type: application/json\r\nconnection: close\r\n" % status
     return head + b"content-length: %d\r\n\r\n" % len(body) + body
 
 
 _BUSY = _raw_error(b"503 Service Unavailable", "too_many_connections", "too many open connections")
+_OVER_LIMIT = _error_body("concurrency_limit", "too many requests in flight")
+
+
+async def _over_limit(scope: Scope, receive: Receive, send: Send) -> None:
+    """uvicorn's answer past ``limit_concurrency`` (its own is plain text), as a JSON error."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(_OVER_LIMIT)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": _OVER_LIMIT})
+
+
 _TIMEOUT = _raw_error(
     b"408 Request Timeout", "request_timeout", "the request headers took too long"
 )
@@ -179,6 +198,11 @@ class _Protocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if not self._refused:
             super().data_received(data)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if app is service_unavailable:  # past limit_concurrency: the JSON error instead
+            app = _over_limit
+        super()._start_asgi_task(cycle, app)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

@@ -3,11 +3,13 @@ client survives the server being killed.
 
 Connections come from one bounded pool per storage object (at most ``max_connections`` open at
 once, reused newest first, every one closed by :meth:`SQLiteStorage.close`); no thread keeps a
-connection of its own. Writes are **group-committed**: concurrent ``put`` calls queue up, the
-first caller to find no commit in progress runs every queued put in one transaction (each in a
-savepoint of its own, so a refused put changes nothing and does not disturb the others) and
-commits once, then hands each caller its own outcome. A put returns only after the transaction
-holding it committed: nothing is acknowledged that was not stored.
+connection of its own. Writes are **group-committed**: ``put_batch`` writes a batch of puts in
+one transaction and one commit (each repo read and written once, its puts applied in order; a
+refused put changes nothing and does not disturb the others) — the server's committer thread
+hands it every PUT in flight. Concurrent ``put`` calls queue up too: the first caller to find
+no commit in progress commits every queued put as one batch, then hands each caller its own
+outcome. A put returns only after the transaction holding it committed: nothing is
+acknowledged that was not stored.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,15 +28,19 @@ import orjson
 
 from memframe._fs import ensure_private_dir
 from memframe.server.storage import (
+    PutOutcome,
+    PutRequest,
     PutResult,
     RepoHead,
     RepoSnapshot,
+    RepoState,
     StaleChecksumError,
     TokenInfo,
+    TokenRefusedError,
     TooManyEntriesError,
+    check_token,
     entry_checksum,
     now,
-    repo_checksum,
 )
 
 SCHEMA = """
@@ -60,6 +66,7 @@ CREATE TABLE IF NOT EXISTS tokens (
     revoked INTEGER NOT NULL DEFAULT 0
 );
 """
+TOKEN_COLUMNS = "id, name, repos, created, revoked"
 # Puts of one group commit: a bound on how long the first of them waits for the commit.
 MAX_BATCH = 64
 
@@ -73,10 +80,13 @@ class ConnectionPool:
     ``close()`` closes the idle connections at once and those in use when they come back; later
     use opens new ones (the storage stays usable, as a PostgreSQL pool reopens)."""
 
-    def __init__(self, path: Path, *, max_size: int, timeout: float) -> None:
+    def __init__(
+        self, path: Path, *, max_size: int, timeout: float, read_only: bool = False
+    ) -> None:
         if max_size < 1:
             raise ValueError("a connection pool needs at least one connection")
         self.path = path
+        self.read_only = read_only
         self.max_size = max_size
         self.timeout = timeout
         self._cond = threading.Condition()
@@ -92,6 +102,16 @@ class ConnectionPool:
 
     def _connect(self) -> sqlite3.Connection:
         # handed from thread to thread (one at a time), hence check_same_thread=False
+        if self.read_only:
+            wal = self.path.with_name(self.path.name + "-wal")
+            mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
+            return sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?{mode}",
+                uri=True,
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
         db = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
@@ -170,38 +190,55 @@ class ConnectionPool:
 
 @dataclass
 class _PendingPut:
-    repo: str
-    entries: Mapping[str, str]
-    if_match: str | None
-    max_entries: int
+    request: PutRequest
     done: bool = False
-    result: PutResult | None = None
-    error: BaseException | None = None
+    outcome: PutOutcome | BaseException | None = None
 
 
 class SQLiteStorage:
     """``SQLiteStorage(path)``: creates the file (0600) and the tables if they are missing.
     ``max_connections`` bounds the pool; ``timeout`` is how long a call waits for the database
-    lock (another process writing) or for a free connection."""
+    lock (another process writing) or for a free connection.
+
+    ``SQLiteStorage(path, read_only=True)`` (``memframe scan --team-db``) creates and changes
+    nothing: a missing file is :class:`FileNotFoundError`; without a ``-wal`` file (no server
+    has the database open) it is opened immutable, so SQLite leaves no ``-wal``/``-shm`` file
+    behind; with one, a plain read-only open sees the server's latest commits."""
 
     # ``lookup`` is one indexed read that never waits for a writer (WAL): the server may call it
     # on its event loop instead of handing it to a worker thread
     inline_lookup = True
 
-    def __init__(self, path: Path, *, max_connections: int = 8, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_connections: int = 8,
+        timeout: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
         self.max_connections = max_connections
-        if path.parent != path:
+        self.read_only = read_only
+        if read_only and not path.is_file():
+            raise FileNotFoundError(f"{path}: no such database file")
+        if not read_only and path.parent != path:
             ensure_private_dir(path.parent)
-        self._pool = ConnectionPool(path, max_size=max_connections, timeout=timeout)
+        self._pool = ConnectionPool(
+            path, max_size=max_connections, timeout=timeout, read_only=read_only
+        )
         self._queue: list[_PendingPut] = []
         self._committing = False
         self._commit_cond = threading.Condition()
+        self._writer = threading.RLock()  # this process's writers, one at a time
+        self._write_depth = 0
         # Committers of several processes (``memframe serve --workers``) queue on this file's
         # lock, woken the moment it is free, rather than on SQLite's busy handler, which sleeps
         # up to 100 ms between tries.
         self._lock_path = path.with_name(path.name + ".lock")
         self._lock_fd: int | None = None
+        if read_only:
+            return
         with self._pool.connection() as db:
             db.executescript(SCHEMA)
         path.chmod(0o600)
@@ -261,7 +298,7 @@ class SQLiteStorage:
     def put(
         self, repo: str, entries: Mapping[str, str], *, if_match: str | None, max_entries: int
     ) -> PutResult:
-        pending = _PendingPut(repo, entries, if_match, max_entries)
+        pending = _PendingPut(PutRequest(repo, entries, if_match, max_entries))
         with self._commit_cond:
             self._queue.append(pending)
         while not pending.done:
@@ -282,87 +319,143 @@ class SQLiteStorage:
                         done.done = True
                     self._committing = False
                     self._commit_cond.notify_all()
-        if pending.error is not None:
-            raise pending.error
-        assert pending.result is not None
-        return pending.result
+        outcome = pending.outcome
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        return outcome
 
     def _commit(self, batch: list[_PendingPut]) -> None:
-        """Every put of ``batch`` in one transaction, each in a savepoint of its own, and one
-        commit. A put that is refused (stale ``If-Match``, too many entries, any error of its
-        own) is rolled back to its savepoint alone; when the transaction itself fails, every put
-        of the batch gets that error and none a result."""
         try:
-            with self._write_lock(), self._pool.connection() as db:
-                db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
-                try:
-                    for pending in batch:
-                        db.execute("SAVEPOINT put")
-                        try:
-                            pending.result = self._apply(db, pending)
-                        except Exception as exc:
-                            db.execute("ROLLBACK TO put")
-                            pending.error = exc
-                        db.execute("RELEASE put")
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-        except Exception as exc:
-            for pending in batch:
-                pending.result, pending.error = None, exc
+            outcomes: list[PutOutcome] = self.put_batch([pending.request for pending in batch])
+        except Exception as exc:  # the transaction failed: every put of the batch gets that
+            outcomes = [exc] * len(batch)
         except BaseException as exc:  # KeyboardInterrupt: the others fail, this thread stops
             for pending in batch:
-                pending.result, pending.error = None, exc
+                pending.outcome = exc
             raise
+        for pending, outcome in zip(batch, outcomes, strict=True):
+            pending.outcome = outcome
+
+    def put_batch(self, requests: Sequence[PutRequest]) -> list[PutOutcome]:
+        """Every request in one transaction (``BEGIN IMMEDIATE``) and one commit: each repo is
+        read once and written once, its puts applied in order (:class:`RepoState`); a refused
+        put changes nothing. Returns after the commit (``synchronous=FULL``: on disk)."""
+        if self.read_only:
+            raise PermissionError(f"{self.path} is open read-only")
+        if not requests:
+            return []
+        incoming = [
+            {key: entry_checksum(text) for key, text in request.entries.items()}
+            for request in requests
+        ]
+        with self.write_lock(), self._pool.connection() as db:
+            db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes too
+            try:
+                outcomes = self._apply_batch(db, requests, incoming)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        return outcomes
+
+    def _apply_batch(
+        self,
+        db: sqlite3.Connection,
+        requests: Sequence[PutRequest],
+        incoming: list[dict[str, str]],
+    ) -> list[PutOutcome]:
+        outcomes: list[PutOutcome | None] = [None] * len(requests)
+        tokens = self._tokens_by_hash(
+            db, {r.token_hash for r in requests if r.token_hash is not None}
+        )
+        by_repo: dict[str, list[tuple[int, TokenInfo | None]]] = {}
+        for index, request in enumerate(requests):
+            token: TokenInfo | None = None
+            if request.token_hash is not None:
+                checked = check_token(tokens, request.token_hash, request.repo)
+                if isinstance(checked, TokenRefusedError):
+                    outcomes[index] = checked
+                    continue
+                token = checked
+            by_repo.setdefault(request.repo, []).append((index, token))
+        for repo in sorted(by_repo):
+            row = db.execute(
+                "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
+            ).fetchone()
+            checksums = dict(
+                db.execute("SELECT key, checksum FROM entries WHERE repo = ?", (repo,)).fetchall()
+            )
+            state = RepoState(row, checksums)
+            for index, token in by_repo[repo]:
+                try:
+                    outcomes[index] = state.apply(requests[index], incoming[index], token)
+                except (StaleChecksumError, TooManyEntriesError) as exc:
+                    outcomes[index] = exc
+            if state.writes:
+                db.executemany(
+                    "INSERT INTO entries (repo, key, text, checksum) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
+                    "checksum = excluded.checksum",
+                    [(repo, key, text, checksum) for key, (text, checksum) in state.writes.items()],
+                )
+            if state.dirty:
+                db.execute(
+                    "INSERT INTO repos (repo, version, last_modified, checksum) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (repo) DO UPDATE SET "
+                    "version = excluded.version, last_modified = excluded.last_modified, "
+                    "checksum = excluded.checksum",
+                    (repo, state.version, state.last_modified, state.checksum),
+                )
+        assert all(outcome is not None for outcome in outcomes)
+        return outcomes  # type: ignore[return-value]
+
+    def _tokens_by_hash(self, db: sqlite3.Connection, hashes: set[str]) -> dict[str, TokenInfo]:
+        found: dict[str, TokenInfo] = {}
+        wanted = sorted(hashes)
+        for at in range(0, len(wanted), 500):  # well under SQLite's bound on parameters
+            chunk = wanted[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT hash, {TOKEN_COLUMNS} FROM tokens WHERE hash IN ({marks})"
+            for row in db.execute(query, chunk):
+                found[row[0]] = self._token(row[1:])
+        return found
 
     @contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        with self._commit_cond:
-            if self._lock_fd is None:
-                self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-            fd = self._lock_fd
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+    def write_lock(self) -> Iterator[None]:
+        """The database's write lock for this thread: other threads of this process wait on a
+        lock, other processes on the lock file (``flock``). Re-entrant: a :meth:`put_batch`
+        inside it does not take it again, so a caller can hold it while it gathers a batch."""
+        with self._writer:
+            with self._commit_cond:
+                self._write_depth += 1
+                first = self._write_depth == 1
+                if self._lock_fd is None:
+                    self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+                fd = self._lock_fd
+            try:
+                if first:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    if first:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                with self._commit_cond:
+                    self._write_depth -= 1
 
-    @staticmethod
-    def _apply(db: sqlite3.Connection, pending: _PendingPut) -> PutResult:
-        repo = pending.repo
-        row = db.execute(
-            "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
-        ).fetchone()
-        current = row[2] if row else None
-        if pending.if_match is not None and pending.if_match != current:
-            raise StaleChecksumError(current)
-        checksums = dict(
-            db.execute("SELECT key, checksum FROM entries WHERE repo = ?", (repo,)).fetchall()
-        )
-        incoming = {key: entry_checksum(text) for key, text in pending.entries.items()}
-        total = len(checksums.keys() | incoming.keys())
-        if total > pending.max_entries:
-            raise TooManyEntriesError(pending.max_entries, total)
-        changed = {k: c for k, c in incoming.items() if checksums.get(k) != c}
-        if row is not None and not changed:
-            return PutResult(row[2], row[1], row[0])
-        db.executemany(
-            "INSERT INTO entries (repo, key, text, checksum) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (repo, key) DO UPDATE SET text = excluded.text, "
-            "checksum = excluded.checksum",
-            [(repo, key, pending.entries[key], checksum) for key, checksum in changed.items()],
-        )
-        checksums.update(changed)
-        result = PutResult(repo_checksum(checksums), now(), (row[0] if row else 0) + 1)
-        db.execute(
-            "INSERT INTO repos (repo, version, last_modified, checksum) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (repo) DO UPDATE SET version = excluded.version, "
-            "last_modified = excluded.last_modified, checksum = excluded.checksum",
-            (repo, result.version, result.last_modified, result.checksum),
-        )
-        return result
+    def iter_entries(self, *, batch: int = 2048) -> Iterator[list[tuple[str, str, str]]]:
+        """Every entry as ``(repo, key, text)``, by repo then key, ``batch`` at a time, from one
+        snapshot (one statement)."""
+        with self._pool.connection() as db:
+            cursor = db.execute("SELECT repo, key, text FROM entries ORDER BY repo, key")
+            try:
+                while rows := cursor.fetchmany(batch):
+                    yield rows
+            finally:
+                cursor.close()
 
     # -- tokens --------------------------------------------------------------------------------
 
@@ -417,7 +510,8 @@ class SQLiteStorage:
         self._pool.close()
         with self._commit_cond:
             fd, self._lock_fd = self._lock_fd, None
-            if fd is not None and self._committing:  # a commit holds it: closed next time
+            if fd is not None and (self._committing or self._write_depth):
+                # a commit holds it: closed by the next close()
                 self._lock_fd = fd
                 return
         if fd is not None:

@@ -434,7 +434,7 @@ def test_sync_check_holds_the_ratio_floors_at_8_and_64_clients_only() -> None:
         **{
             "sqlite GET 304 x1": {"new_x_old": 0.5, "new_errors": 0},
             "sqlite GET 304 x8": {"new_x_old": 3.1, "new_errors": 0},
-            "sqlite PUT x64": {"new_x_old": 1.0, "new_errors": 0},
+            "sqlite PUT x64": {"new_x_old": sync.PUT_FLOOR[True], "new_errors": 0},
         }
     )
     assert sync.check(ok) == []
@@ -447,7 +447,7 @@ def test_sync_check_holds_the_ratio_floors_at_8_and_64_clients_only() -> None:
     problems = sync.check(slow)
     assert len(problems) == 2
     assert "GET full x64" in problems[0] and f"floor {sync.GET_FLOOR[True]}x" in problems[0]
-    assert "PUT x8" in problems[1] and f"floor {sync.PUT_FLOOR}x" in problems[1]
+    assert "PUT x8" in problems[1] and f"floor {sync.PUT_FLOOR[True]}x" in problems[1]
     full = _sync_result(quick=False, **{"sqlite GET 304 x8": {"new_x_old": 2.5}})
     assert sync.check(full) and "floor 3.0x" in sync.check(full)[0]
     one_core = _sync_result(workers=1, **{"sqlite GET 304 x8": {"new_x_old": 1.0}})
