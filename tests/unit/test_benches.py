@@ -215,28 +215,38 @@ def _hook_result(pass_ms: float | None, **medians: float) -> Any:
 
 def test_hook_budgets() -> None:
     assert hook.BUDGET_OVER_PASS_MS == 100.0
-    assert hook.BUDGET_TEAM_WRITE_OVER_PASS_MS == 400.0
+    assert hook.BUDGET_TEAM_WRITE_OVER_PASS_MS == 150.0
     assert hook.BUDGETS_OVER_PASS == {
         "SessionStart": 100.0,
         "Stop": 100.0,
-        "PreToolUse team write": 400.0,
+        "PreToolUse team write": 150.0,
     }
+    assert hook.REFERENCE_PASS_MS == 10.0
     assert hook.CHECKED_ROWS == ("SessionStart", "Stop", "PreToolUse team write")
 
 
 def test_hook_check_passes_within_budget_of_pass() -> None:
-    assert hook.check(_hook_result(12.0, start=112.0, stop=60.0, team=162.0)) == []
+    assert hook.check(_hook_result(10.0, start=110.0, stop=60.0, team=160.0)) == []
     # what counts is the margin over the interpreter of the same run, not the absolute time
-    assert hook.check(_hook_result(80.0, start=175.0, stop=179.9, team=229.5)) == []
+    assert hook.check(_hook_result(8.0, start=107.9, stop=107.9, team=157.9)) == []
+
+
+def test_hook_budgets_scale_with_a_slower_interpreter() -> None:
+    assert hook.budget_scale(5.0) == 1.0  # a fast machine keeps the budgets
+    assert hook.budget_scale(25.0) == 2.5
+    assert hook.budget_over_pass("PreToolUse team write", 25.0) == 375.0
+    assert hook.check(_hook_result(25.0, start=274.0, stop=274.0, team=399.0)) == []
+    (start,) = hook.check(_hook_result(25.0, start=276.0))
+    assert "budget 250 ms over it" in start
 
 
 def test_hook_check_fails_over_budget_with_both_figures() -> None:
-    violations = hook.check(_hook_result(12.0, start=112.5, stop=60.0, team=412.4))
+    violations = hook.check(_hook_result(10.0, start=110.5, stop=60.0, team=160.4))
     assert violations == [
-        "hook: SessionStart takes 112.5 ms (median), 100.5 ms over 'python -c pass' (12.0 ms): "
+        "hook: SessionStart takes 110.5 ms (median), 100.5 ms over 'python -c pass' (10.0 ms): "
         "budget 100 ms over it",
-        "hook: PreToolUse team write takes 412.4 ms (median), 400.4 ms over 'python -c pass' "
-        "(12.0 ms): budget 400 ms over it",
+        "hook: PreToolUse team write takes 160.4 ms (median), 150.4 ms over 'python -c pass' "
+        "(10.0 ms): budget 150 ms over it",
     ]
     # a Stop under the team write's larger budget still breaks its own
     (stop,) = hook.check(_hook_result(10.0, stop=130.0))
