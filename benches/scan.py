@@ -35,7 +35,7 @@ file per rule (a finding on a line the secret spans counts).
 
 Floors (``check``) compare MB/s from the same run over the same bytes in memory: native
 1 thread >= 100 x the python engine, >= 3,000 x detect-secrets and >= 0.8 x the bare hyperscan
-pass; the python engine >= 12 x detect-secrets; native 2 threads >= 1.7 x native 1 thread (with
+pass; the python engine >= 12 x detect-secrets; native 2 threads >= 1.4 x native 1 thread (with
 2+ usable cores). A floor whose variant was not measured is skipped. ``info:`` rows show what
 reading the files costs (``find_files``) and what the pipeline costs over the native engine's
 own database pass (target >= 0.85, shown, not enforced), which have no floor.
@@ -118,7 +118,10 @@ FLOORS: dict[str, tuple[str, str, float, bool]] = {
     # its Vectorscan is on par with Intel Hyperscan (2026-12-02: bare 3,683 MB/s, the linked
     # engine's own pass 4,439, native 1T 3,647: 0.99) - a floor must hold on every CPU.
     "native 1T / bare hyperscan": ("native 1 thread", "peer: bare hyperscan", 0.8, False),
-    "native 2T / native 1T": ("native 2 threads", "native 1 thread", 1.7, True),
+    # 1.4: two threads scan at once (GIL released, no shared lock). Xeons measured 1.62-1.83; an
+    # AMD EPYC family 25 (2 cores, no SMT, one shared L3) 1.49-1.67 in five attempts of one CI
+    # run (2026-12-02) - the old 1.7 held on neither reliably.
+    "native 2T / native 1T": ("native 2 threads", "native 1 thread", 1.4, True),
     # one large text dense with near misses (benches/corpus.py NEAR_MISSES on every third line):
     # both engines confirm every near miss with a regex and drop it, so the ratio is the cost
     # of a confirmation in each; a floor against a cliff (whole-text confirmation per
