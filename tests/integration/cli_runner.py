@@ -10,10 +10,13 @@ from pathlib import Path
 
 
 def memframe_env(extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without MEMFRAME_* (but MEMFRAME_BACKEND), plus ``extra_env``."""
+    """This process's environment without MEMFRAME_* (but MEMFRAME_BACKEND and the test session's
+    MEMFRAME_SCAN_CACHE, which keeps the compiled database and validated rules out of the test's
+    home, often inside the directory a test scans), plus ``extra_env``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
-    if "MEMFRAME_BACKEND" in os.environ:
-        env["MEMFRAME_BACKEND"] = os.environ["MEMFRAME_BACKEND"]
+    for kept in ("MEMFRAME_BACKEND", "MEMFRAME_SCAN_CACHE"):
+        if kept in os.environ:
+            env[kept] = os.environ[kept]
     env.update(extra_env or {})
     return env
 
