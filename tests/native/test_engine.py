@@ -83,9 +83,10 @@ def _status_in_fresh_process(cache: Path) -> tuple[str, list[str]]:
 def test_a_fresh_process_loads_the_cached_database(tmp_path: Path) -> None:
     cache = tmp_path / "cache" / "scan-db"
     assert _status_in_fresh_process(cache) == ("stored", ["aws-access-token"])
-    files = list(cache.iterdir())
-    assert len(files) == 1
-    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    # the database, and the validated bundled rules beside it (memframe.rules.loading)
+    files = sorted(cache.glob("*.hsdb"))
+    assert len(files) == 1 and len(list(cache.glob("rules-*.json"))) == 1
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in cache.iterdir())
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
     assert _status_in_fresh_process(cache) == ("hit", ["aws-access-token"])
     # damaged: ignored, compiled again and replaced, same findings
