@@ -271,7 +271,7 @@ class PythonScanner:
             secret_start, secret_end = match.span(rule.secret_group)
             if secret_start < 0:
                 continue  # the secret group did not take part in this match
-            if rule.keeps(text[secret_start:secret_end], self.rules.allowlist):
+            if rule.keeps(text[secret_start:secret_end], self.rules.allowlist, match.group()):
                 found.append((match.start(), match.end(), secret_start, secret_end))
                 if first_only:
                     break

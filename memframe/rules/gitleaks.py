@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from memframe.rules.model import Allowlist, Rule, RuleSet, unique_strings
+from memframe.rules.model import Allowlist, Rule, RuleSet
 from memframe.rules.parsing import ParserBase
 
 __all__ = ["GitleaksFormat"]
@@ -68,37 +68,30 @@ class GitleaksFormat(ParserBase):
         rules = list(
             self.unique_ids([self.gitleaks_rule(r, f"#{k + 1}") for k, r in enumerate(raw_rules)])
         )
-        stopwords: list[str] = []
-        regexes: list[str] = []
         tables: list[tuple[str, Any]] = []
         if "allowlist" in doc:
             tables.append(("allowlist", doc["allowlist"]))
         if "allowlists" in doc:
             tables.extend(self.table_list(doc["allowlists"], None, "allowlists"))
-        targeted: dict[str, tuple[list[str], list[str]]] = {}
+        allowlist = Allowlist()
+        targeted: dict[str, Allowlist] = {}
         known = {r.id for r in rules}
         for key, table in tables:
-            words, pats, targets = self.gitleaks_allowlist(table, None, key, top_level=True)
+            found, targets = self.gitleaks_allowlist(table, None, key, top_level=True)
             if targets:
                 for target in targets:
                     if target not in known:
                         raise self.error(
                             f"targetRules names unknown rule {target!r}", key=f"{key}.targetRules"
                         )
-                    bucket = targeted.setdefault(target, ([], []))
-                    bucket[0].extend(words)
-                    bucket[1].extend(pats)
+                    targeted[target] = targeted.get(target, Allowlist()).merged(found)
             else:
-                stopwords.extend(words)
-                regexes.extend(pats)
+                allowlist = allowlist.merged(found)
         if targeted:
             rules = [
-                self.extend_allowlist(r, *targeted[r.id]) if r.id in targeted else r for r in rules
+                self.extend_allowlist(r, targeted[r.id]) if r.id in targeted else r for r in rules
             ]
-        return RuleSet(
-            rules=tuple(rules),
-            allowlist=Allowlist(unique_strings(stopwords), unique_strings(regexes)),
-        )
+        return RuleSet(rules=tuple(rules), allowlist=allowlist)
 
     def gitleaks_rule(self, raw: dict[str, Any], position: str) -> Rule:
         rid = self.rule_id(raw, position)
@@ -137,13 +130,10 @@ class GitleaksFormat(ParserBase):
             tables.append(("allowlist", raw["allowlist"]))
         if "allowlists" in raw:
             tables.extend(self.table_list(raw["allowlists"], rid, "allowlists"))
-        stopwords: list[str] = []
-        regexes: list[str] = []
+        allowlist = Allowlist()
         for key, table in tables:
-            words, pats, _ = self.gitleaks_allowlist(table, rid, key, top_level=False)
-            stopwords.extend(words)
-            regexes.extend(pats)
-        allowlist = Allowlist(unique_strings(stopwords), unique_strings(regexes))
+            found, _ = self.gitleaks_allowlist(table, rid, key, top_level=False)
+            allowlist = allowlist.merged(found)
         return self.build(
             rid, label, raw["regex"], keywords, group, entropy, allowlist, gitleaks=True
         )
@@ -155,7 +145,8 @@ class GitleaksFormat(ParserBase):
 
     def gitleaks_allowlist(
         self, raw: Any, rid: str | None, key: str, *, top_level: bool
-    ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    ) -> tuple[Allowlist, tuple[str, ...]]:
+        """One gitleaks allowlist table as an :class:`Allowlist`, and its ``targetRules``."""
         if not isinstance(raw, dict):
             raise self.error("must be a table", rid, key)
         for sub in raw:
@@ -169,9 +160,9 @@ class GitleaksFormat(ParserBase):
                 f"{key}.condition",
             )
         target = raw.get("regexTarget", "secret")
-        if target != "secret":
+        if target not in ("secret", "match"):
             raise self.error(
-                f"regexTarget {target!r} is unsupported (only the default, secret)",
+                f"regexTarget {target!r} is unsupported (only secret, the default, and match)",
                 rid,
                 f"{key}.regexTarget",
             )
@@ -189,14 +180,13 @@ class GitleaksFormat(ParserBase):
         )
         pats = self.allowlist_regexes(raw.get("regexes", []), rid, f"{key}.regexes")
         targets = self.strings(raw.get("targetRules", []), rid, f"{key}.targetRules")
-        return words, pats, targets
+        if target == "match":
+            return Allowlist(stopwords=words, match_regexes=pats), targets
+        return Allowlist(stopwords=words, regexes=pats), targets
 
     @staticmethod
-    def extend_allowlist(rule: Rule, stopwords: list[str], regexes: list[str]) -> Rule:
-        allowlist = Allowlist(
-            unique_strings(rule.allowlist.stopwords + tuple(stopwords)),
-            unique_strings(rule.allowlist.regexes + tuple(regexes)),
-        )
+    def extend_allowlist(rule: Rule, extra: Allowlist) -> Rule:
+        allowlist = rule.allowlist.merged(extra)
         return Rule(
             id=rule.id,
             label=rule.label,

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from memframe.rules.model import SCHEMA_VERSION, Allowlist, Rule, RuleError, RuleSet, unique_strings
+from memframe.rules.model import SCHEMA_VERSION, Allowlist, Rule, RuleError, RuleSet
 
 if TYPE_CHECKING:
     from memframe.rules.gitleaks import GitleaksFormat
@@ -159,7 +159,11 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 
 def _allowlist_from_dict(data: Any) -> Allowlist:
-    return Allowlist(stopwords=_strings(data["stopwords"]), regexes=_strings(data["regexes"]))
+    return Allowlist(
+        stopwords=_strings(data["stopwords"]),
+        regexes=_strings(data["regexes"]),
+        match_regexes=_strings(data["match_regexes"]),
+    )
 
 
 def _rule_set_from_dict(data: Any, source: str) -> RuleSet:
@@ -265,8 +269,4 @@ def merge(base: RuleSet, extra: RuleSet) -> RuleSet:
                 key="id",
             )
         seen[rule.id] = rule
-    allowlist = Allowlist(
-        stopwords=unique_strings(base.allowlist.stopwords + extra.allowlist.stopwords),
-        regexes=unique_strings(base.allowlist.regexes + extra.allowlist.regexes),
-    )
-    return RuleSet(rules=base.rules + extra.rules, allowlist=allowlist)
+    return RuleSet(rules=base.rules + extra.rules, allowlist=base.allowlist.merged(extra.allowlist))

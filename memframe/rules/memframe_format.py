@@ -12,7 +12,7 @@ __all__ = ["MemframeFormat"]
 _MEMFRAME_TOP: Final = frozenset({"schema", "allowlist", "rules"})
 _MEMFRAME_RULE_REQUIRED: Final = ("id", "label", "regex", "keywords")
 _MEMFRAME_RULE_OPTIONAL: Final = frozenset({"entropy", "secret_group", "allowlist"})
-_MEMFRAME_ALLOWLIST: Final = frozenset({"stopwords", "regexes"})
+_MEMFRAME_ALLOWLIST: Final = frozenset({"stopwords", "regexes", "match_regexes"})
 
 
 class MemframeFormat(ParserBase):
@@ -84,4 +84,7 @@ class MemframeFormat(ParserBase):
             if word != word.lower():
                 raise self.error(f"stopword {word!r} must be lower-case", rid, f"{key}.stopwords")
         regexes = self.allowlist_regexes(raw.get("regexes", []), rid, f"{key}.regexes")
-        return Allowlist(stopwords=stopwords, regexes=regexes)
+        match_regexes = self.allowlist_regexes(
+            raw.get("match_regexes", []), rid, f"{key}.match_regexes"
+        )
+        return Allowlist(stopwords=stopwords, regexes=regexes, match_regexes=match_regexes)

@@ -68,33 +68,57 @@ def shannon_entropy(data: str | bytes) -> float:
 
 @dataclass(frozen=True)
 class Allowlist:
-    """Secrets to ignore: a stopword in the lower-cased secret, or a regex that searches it."""
+    """Findings to ignore: a stopword in the lower-cased secret, a regex that searches the
+    secret, or a ``match_regexes`` entry that searches the whole match (gitleaks'
+    ``regexTarget = "match"``: the name before an assignment is part of the match, the secret is
+    not)."""
 
     stopwords: tuple[str, ...] = ()
     regexes: tuple[str, ...] = ()
+    match_regexes: tuple[str, ...] = ()
 
     @cached_property
     def patterns(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(to_python_regex(r), re.ASCII) for r in self.regexes)
 
     @cached_property
+    def match_patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(to_python_regex(r), re.ASCII) for r in self.match_regexes)
+
+    @cached_property
     def _stopword_bytes(self) -> tuple[bytes, ...]:
         return tuple(w.lower().encode("utf-8") for w in self.stopwords)
 
-    def allows(self, secret: str) -> bool:
-        """True when ``secret`` is allow-listed, i.e. the finding must be dropped. Stopwords are
+    def allows(self, secret: str, match: str | None = None) -> bool:
+        """True when the finding is allow-listed, i.e. must be dropped: its ``secret``, or the
+        whole ``match`` it came from (``None``: the secret is the match). Stopwords are
         compared ASCII-case-insensitively on UTF-8 bytes (as the native engine does)."""
         if self.stopwords:
             lowered = secret.encode("utf-8", "surrogateescape").lower()
             if any(word in lowered for word in self._stopword_bytes):
                 return True
-        return any(p.search(secret) is not None for p in self.patterns)
+        if any(p.search(secret) is not None for p in self.patterns):
+            return True
+        whole = secret if match is None else match
+        return any(p.search(whole) is not None for p in self.match_patterns)
 
     def __bool__(self) -> bool:
-        return bool(self.stopwords or self.regexes)
+        return bool(self.stopwords or self.regexes or self.match_regexes)
+
+    def merged(self, other: Allowlist) -> Allowlist:
+        """Both allowlists in one (each list in order, duplicates dropped)."""
+        return Allowlist(
+            stopwords=unique_strings(self.stopwords + other.stopwords),
+            regexes=unique_strings(self.regexes + other.regexes),
+            match_regexes=unique_strings(self.match_regexes + other.match_regexes),
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stopwords": list(self.stopwords), "regexes": list(self.regexes)}
+        return {
+            "stopwords": list(self.stopwords),
+            "regexes": list(self.regexes),
+            "match_regexes": list(self.match_regexes),
+        }
 
 
 @dataclass(frozen=True)
@@ -129,13 +153,16 @@ class Rule:
         """The keyword prefilter: should this rule run on a text whose lower-cased form is given?"""
         return self.always or any(k in lowered_text for k in self.keywords)
 
-    def keeps(self, secret: str, global_allowlist: Allowlist | None = None) -> bool:
-        """Whether a finding with this ``secret`` survives the entropy floor and the allowlists."""
+    def keeps(
+        self, secret: str, global_allowlist: Allowlist | None = None, match: str | None = None
+    ) -> bool:
+        """Whether a finding with this ``secret`` (found in ``match``, the regex's whole match;
+        ``None``: the secret itself) survives the entropy floor and the allowlists."""
         if self.entropy is not None and shannon_entropy(secret) < self.entropy:
             return False
-        if self.allowlist.allows(secret):
+        if self.allowlist.allows(secret, match):
             return False
-        return not (global_allowlist is not None and global_allowlist.allows(secret))
+        return not (global_allowlist is not None and global_allowlist.allows(secret, match))
 
     def to_dict(self) -> dict[str, Any]:
         return {

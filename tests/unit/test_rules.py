@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memframe.rules as rules_mod
+from memframe import _backend
 from memframe.rules import (
     DEFAULT_RULES_PATH,
     Allowlist,
@@ -36,6 +37,7 @@ from memframe.rules import (
     shannon_entropy,
     to_python_regex,
 )
+from memframe.scanner import SecretScanner
 
 try:
     import hyperscan
@@ -152,6 +154,11 @@ def reference_find(ruleset: RuleSet, text: str, *, only: str | None = None) -> l
             if _allowed(secret, rule.allowlist.stopwords, rule.allowlist.regexes):
                 continue
             if _allowed(secret, ruleset.allowlist.stopwords, ruleset.allowlist.regexes):
+                continue
+            # gitleaks' regexTarget = "match": searched in the whole match
+            if _allowed(
+                m.group(0), (), rule.allowlist.match_regexes + ruleset.allowlist.match_regexes
+            ):
                 continue
             hits.append(Hit(rule.id, secret, m.start(), m.end(), m.group(0)))
     return hits
@@ -743,6 +750,65 @@ def test_gitleaks_format_loads_and_converts(tmp_path: Path) -> None:
     }
 
 
+MATCH_TARGET_GITLEAKS = """
+[[rules]]
+id = "acme-token"
+regex = '''(?i)(?:csrf[_-]?)?token\\s*=\\s*([a-z0-9]{12})'''
+keywords = ["token"]
+[[rules.allowlists]]
+regexTarget = "match"
+regexes = ['''(?i)\\Acsrf''']
+[[rules.allowlists]]
+regexes = ['''\\A0''']
+
+[[allowlists]]
+regexTarget = "match"
+regexes = ['''TOKEN = ''']
+"""
+
+MATCH_TARGET_MEMFRAME = """
+schema = 1
+[allowlist]
+match_regexes = ['''TOKEN = ''']
+[[rules]]
+id = "acme-token"
+label = "ACME token"
+regex = '''(?i)(?:csrf[_-]?)?token\\s*=\\s*([a-z0-9]{12})'''
+keywords = ["token"]
+[rules.allowlist]
+regexes = ['''\\A0''']
+match_regexes = ['''(?i)\\Acsrf''']
+"""
+
+
+@pytest.mark.parametrize("engine", _backend.available_engines())
+@pytest.mark.parametrize(
+    ("text", "name"), [(MATCH_TARGET_GITLEAKS, "gitleaks.toml"), (MATCH_TARGET_MEMFRAME, "r.toml")]
+)
+def test_match_allowlists_search_the_whole_match(
+    tmp_path: Path, engine: str, text: str, name: str
+) -> None:
+    rs = load_rule_file(_write(tmp_path, text, name))
+    (rule,) = rs.rules
+    assert rule.allowlist.match_regexes == ("(?i)\\Acsrf",)
+    assert rule.allowlist.regexes == ("\\A0",)
+    assert rs.allowlist.match_regexes == ("TOKEN = ",)
+    scanner = SecretScanner(rs, engine=engine)
+
+    def secrets(sample: str) -> list[str]:
+        return [sample[f.secret_start : f.secret_end] for f in scanner.find(sample)]
+
+    assert secrets("token=a1b2c3d4e5f6") == ["a1b2c3d4e5f6"]
+    # the name is part of the match, not of the secret: only a match allowlist sees it
+    assert secrets("CSRF_token=a1b2c3d4e5f6") == []
+    assert secrets("token=0a1b2c3d4e5f") == []  # the secret's allowlist still applies
+    assert secrets("TOKEN = a1b2c3d4e5f6") == []  # the global match allowlist
+    assert secrets("csrf token=a1b2c3d4e5f6") == ["a1b2c3d4e5f6"]  # \\A: the match's start
+    assert [h.secret for h in reference_find(rs, "CSRF_token=a1b2c3d4e5f6 token=b1c2d3e4f5a6")] == [
+        "b1c2d3e4f5a6"
+    ]
+
+
 @pytest.mark.parametrize(
     ("snippet", "field", "needle"),
     [
@@ -757,7 +823,7 @@ def test_gitleaks_format_loads_and_converts(tmp_path: Path) -> None:
             "unsupported",
         ),
         ("[[rules.allowlists]]\npaths = ['''\\.md''']\n", "allowlists[0].paths", "unsupported"),
-        ("[rules.allowlist]\nregexTarget = 'match'\n", "allowlist.regexTarget", "unsupported"),
+        ("[rules.allowlist]\nregexTarget = 'line'\n", "allowlist.regexTarget", "unsupported"),
         ("path = '''\\.env'''\n", "path", "unsupported"),
         ("secretGroup = 3\n", "secretGroup", "does not exist"),
         ("colour = 1\n", "colour", "unknown field"),

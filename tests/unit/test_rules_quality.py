@@ -3,9 +3,8 @@
 Every engine that loads scans every example and must find exactly what the default engine finds
 (with ``MEMFRAME_BACKEND=python`` the default is the python engine, so both runs of ``./dev test``
 compare the engines). The data itself is checked: every example names its source file and
-commit, every exclusion says why, and generated.json is what spec.toml draws. Issue 15's floors
-are checked last: the reached targets directly, the negatives target (not reached yet) as a strict
-xfail.
+commit, every exclusion says why, and generated.json is what spec.toml draws. Issue 15's targets
+are checked last.
 """
 
 from __future__ import annotations
@@ -115,17 +114,10 @@ def test_no_regression_below_the_reached_floors() -> None:
     assert len(figures["placeholders_flagged"]) <= rq.CEILING_PLACEHOLDERS
 
 
-def test_issue_15_reached_targets() -> None:
-    # Reached: covered and common-type recall, no placeholder flagged.
+def test_issue_15_targets() -> None:
+    # covered and common-type recall, negatives flagged, no placeholder flagged
     figures = rq.evaluate(examples(), outcome(_backend.BACKEND), known_ids())
     assert figures["covered_recall"] >= rq.TARGET_COVERED, figures["misses"]
     assert figures["common_recall"] >= rq.TARGET_COMMON
-    assert figures["placeholders_flagged"] == [], figures["placeholders_flagged"]
-
-
-@pytest.mark.xfail(
-    reason="issue 15's negatives target (<= 1% flagged) is not reached yet", strict=True
-)
-def test_issue_15_negatives_target() -> None:
-    figures = rq.evaluate(examples(), outcome(_backend.BACKEND), known_ids())
     assert figures["fp_rate"] <= rq.TARGET_FP, figures["false_positives"]
+    assert figures["placeholders_flagged"] == [], figures["placeholders_flagged"]

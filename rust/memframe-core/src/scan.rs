@@ -54,6 +54,9 @@ pub struct AllowSpec {
     pub stopwords: Vec<String>,
     #[serde(default)]
     pub regexes: Vec<String>,
+    /// regexes searched in the whole match rather than the secret (gitleaks' `regexTarget`)
+    #[serde(default)]
+    pub match_regexes: Vec<String>,
 }
 
 /// The whole rule set: rules in order plus the global allowlist.
@@ -76,37 +79,43 @@ pub struct Finding {
 }
 
 /// An allowlist compiled for one-pass checks: every stopword in one ASCII-case-insensitive
-/// automaton, every regex in one set (a secret is allowed when any of them matches it).
+/// automaton, the secret's regexes in one set and the whole match's in another (a finding is
+/// allowed when any of them matches).
 struct Allow {
     stopwords: Option<AhoCorasick>,
     regexes: Option<RegexSet>,
+    match_regexes: Option<RegexSet>,
+}
+
+/// One set of allowlist regexes; `None` when there are none.
+fn regex_set(patterns: &[String], owner: &str) -> Result<Option<RegexSet>, Error> {
+    for pattern in patterns {
+        build_regex(pattern).map_err(|source| Error::AllowlistRegex {
+            owner: owner.to_owned(),
+            pattern: pattern.clone(),
+            source,
+        })?;
+    }
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    RegexSetBuilder::new(patterns)
+        .unicode(false)
+        .size_limit(64 << 20)
+        .dfa_size_limit(64 << 20)
+        .build()
+        .map(Some)
+        .map_err(|source| Error::AllowlistRegex {
+            owner: owner.to_owned(),
+            pattern: patterns.join(" | "),
+            source,
+        })
 }
 
 impl Allow {
     fn compile(spec: &AllowSpec, owner: &str) -> Result<Self, Error> {
-        for pattern in &spec.regexes {
-            build_regex(pattern).map_err(|source| Error::AllowlistRegex {
-                owner: owner.to_owned(),
-                pattern: pattern.clone(),
-                source,
-            })?;
-        }
-        let regexes = if spec.regexes.is_empty() {
-            None
-        } else {
-            Some(
-                RegexSetBuilder::new(&spec.regexes)
-                    .unicode(false)
-                    .size_limit(64 << 20)
-                    .dfa_size_limit(64 << 20)
-                    .build()
-                    .map_err(|source| Error::AllowlistRegex {
-                        owner: owner.to_owned(),
-                        pattern: spec.regexes.join(" | "),
-                        source,
-                    })?,
-            )
-        };
+        let regexes = regex_set(&spec.regexes, owner)?;
+        let match_regexes = regex_set(&spec.match_regexes, owner)?;
         let words: Vec<&str> = spec
             .stopwords
             .iter()
@@ -136,10 +145,15 @@ impl Allow {
                     })?,
             )
         };
-        Ok(Self { stopwords, regexes })
+        Ok(Self {
+            stopwords,
+            regexes,
+            match_regexes,
+        })
     }
 
-    fn allows(&self, secret: &[u8]) -> bool {
+    /// Whether the finding with `secret`, found in the whole match `whole`, is allowed.
+    fn allows(&self, secret: &[u8], whole: &[u8]) -> bool {
         if let Some(words) = &self.stopwords {
             if words.is_match(secret) {
                 return true;
@@ -148,6 +162,10 @@ impl Allow {
         self.regexes
             .as_ref()
             .is_some_and(|set| set.is_match(secret))
+            || self
+                .match_regexes
+                .as_ref()
+                .is_some_and(|set| set.is_match(whole))
     }
 }
 
@@ -806,13 +824,13 @@ impl Scanner {
         Some(ends)
     }
 
-    fn keep(&self, rule: &Rule, secret: &[u8]) -> bool {
+    fn keep(&self, rule: &Rule, secret: &[u8], whole: &[u8]) -> bool {
         if let Some(floor) = rule.entropy {
             if shannon_entropy(secret) < floor {
                 return false;
             }
         }
-        !(self.global.allows(secret) || rule.allow.allows(secret))
+        !(self.global.allows(secret, whole) || rule.allow.allows(secret, whole))
     }
 
     /// Byte-offset findings of one rule, in match order; `first_only` stops at the first.
@@ -880,7 +898,7 @@ impl Scanner {
         else {
             return false;
         };
-        if !self.keep(rule, &data[secret_start..secret_end]) {
+        if !self.keep(rule, &data[secret_start..secret_end], &data[start..end]) {
             return false;
         }
         out.push([start, index, end, secret_start, secret_end]);
@@ -1185,6 +1203,23 @@ mod tests {
                 .is_empty(),
             "entropy floor"
         );
+    }
+
+    #[test]
+    fn match_allowlists_search_the_whole_match() {
+        let s = Scanner::from_json(
+            r#"{"rules": [{"id": "t", "regex": "(?i)(?:csrf[_-]?)?token=([a-z0-9]{8})",
+                "keywords": ["token"],
+                "allowlist": {"match_regexes": ["(?i)\\Acsrf"], "regexes": ["\\A0"]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(s.find(b"token=a1b2c3d4").len(), 1);
+        // the name is in the match, not the secret: only a match allowlist sees it
+        assert!(s.find(b"CSRF-token=a1b2c3d4").is_empty());
+        // the secret allowlist still applies to the secret alone
+        assert!(s.find(b"token=0a1b2c3d").is_empty());
+        // a match allowlist anchored at the start does not see what precedes the match
+        assert_eq!(s.find(b"csrf token=a1b2c3d4").len(), 1);
     }
 
     #[test]
