@@ -153,14 +153,8 @@ class WorkerThreads:
 
     def drain(self, timeout: float) -> bool:
         """Wait until nothing is queued or running (at most ``timeout`` s); whether it is so."""
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while self._pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
+            return self._cond.wait_for(lambda: not self._pending, timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         self.drain(timeout)
@@ -283,16 +277,14 @@ class Committer:
         bound = min(self.linger, self._last_commit / 2)
         if bound <= 0:
             return
-        deadline = time.monotonic() + bound
-        while (
-            (self._awaited or self._expected > 0)
-            and len(self._queue) < self.max_batch
-            and not self._stopping
-        ):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            self._cond.wait(remaining)
+        self._cond.wait_for(
+            lambda: (
+                not (self._awaited or self._expected > 0)
+                or len(self._queue) >= self.max_batch
+                or self._stopping
+            ),
+            bound,
+        )
 
     def _take(self) -> list[_Queued]:
         with self._cond:
@@ -343,25 +335,13 @@ class Committer:
     def wait_queued(self, count: int, timeout: float) -> bool:
         """Wait until at least ``count`` PUTs are queued (at most ``timeout`` s); whether they
         are (for tests: a committer held on the write lock keeps them queued)."""
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while len(self._queue) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
+            return self._cond.wait_for(lambda: len(self._queue) >= count, timeout)
 
     def drain(self, timeout: float) -> bool:
         """Wait until nothing is queued or being written (at most ``timeout`` s)."""
-        deadline = time.monotonic() + timeout
         with self._cond:
-            while self._pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
+            return self._cond.wait_for(lambda: not self._pending, timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Write what is queued (bounded by ``timeout``), then end the thread."""

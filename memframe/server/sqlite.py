@@ -18,7 +18,6 @@ import fcntl
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,14 +131,12 @@ class ConnectionPool:
                 self._in_use += 1
                 self._borrowed[id(idle)] = self._generation
                 return idle
-            deadline = time.monotonic() + self.timeout
-            while not self._idle and self._in_use >= self.max_size:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise PoolExhaustedError(
-                        f"all {self.max_size} SQLite connections stayed busy for {self.timeout:g} s"
-                    )
-                self._cond.wait(remaining)
+            if not self._cond.wait_for(
+                lambda: self._idle or self._in_use < self.max_size, self.timeout
+            ):
+                raise PoolExhaustedError(
+                    f"all {self.max_size} SQLite connections stayed busy for {self.timeout:g} s"
+                )
             db: sqlite3.Connection | None = self._idle.pop() if self._idle else None
             self._in_use += 1
             generation = self._generation

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -63,14 +62,8 @@ class ScriptedBackend:
         """Block until at least ``count`` requests arrived (or are being answered); ``False``
         when ``timeout`` seconds ran out first. For tests whose background work runs on
         threads; in synchronous mode the requests are there as soon as the hook returned."""
-        deadline = time.monotonic() + timeout
         with self._changed:
-            while len(self.requests) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._changed.wait(remaining)
-            return True
+            return self._changed.wait_for(lambda: len(self.requests) >= count, timeout)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         with self._changed:
