@@ -17,7 +17,7 @@ from memframe.layers import BUILTIN_LAYERS
 from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key
 from memframe.privacy import personal_kinds
-from memframe.remote_config import DEFAULT_TTL, RemoteConfig
+from memframe.config.remote import DEFAULT_TTL, RemoteConfig
 from memframe.session import STATE_FILE, Session, SessionNotFoundError, validate_session_id
 
 if TYPE_CHECKING:
