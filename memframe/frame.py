@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memframe import _backend
 from memframe._manager import LayerFailure, LayerInfo, LayerManager
 from memframe.config import Config, load_config
+from memframe.config.remote import DEFAULT_TTL, RemoteConfig
 from memframe.executor import BackgroundExecutor
 from memframe.layers import BUILTIN_LAYERS
 from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key
 from memframe.privacy import personal_kinds
-from memframe.config.remote import DEFAULT_TTL, RemoteConfig
 from memframe.session import STATE_FILE, Session, SessionNotFoundError, validate_session_id
 
 if TYPE_CHECKING:

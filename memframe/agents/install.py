@@ -10,7 +10,7 @@ groups ``{"matcher": …, "hooks": [{"type": "command", "command": …, "timeout
 idempotent: an existing memframe entry (any command that runs ``memframe hook``) is updated in
 place, a missing one is added, and every other hook, group and setting is left as it is.
 
-The file itself is read and written by :mod:`memframe.config_files`, like every ``install-*``
+The file itself is read and written by :mod:`memframe.config.agent_files`, like every ``install-*``
 command's: an unparsable file is refused untouched, a symlinked one is written through, and one
 backup (``settings.json.bak-memframe``) holds the text before the last change.
 """
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memframe import config_files
 from memframe.agents import EVENTS
+from memframe.config import agent_files
 
 DEFAULT_TIMEOUT = 30
 # PreToolUse only needs the write tools (the team-memory guard); other events take every call.
@@ -129,8 +129,8 @@ def codex_feature(where: Path) -> tuple[str | None, str | None, str | None]:
     ``codex_hooks`` is the older name, still accepted); older releases need
     ``codex_hooks = true``, which is what is added."""
     try:
-        loaded = config_files.load_toml(where)
-    except config_files.ConfigFileError as exc:
+        loaded = agent_files.load_toml(where)
+    except agent_files.ConfigFileError as exc:
         raise InstallError(str(exc)) from exc
     features = loaded.data.get("features", {})
     if not isinstance(features, dict):
@@ -145,10 +145,10 @@ def codex_feature(where: Path) -> tuple[str | None, str | None, str | None]:
     if features.get("hooks") is True or features.get("codex_hooks") is True:
         return loaded.text, None, None
     try:
-        edited = config_files.set_toml_table(
+        edited = agent_files.set_toml_table(
             loaded.text or "", ["features"], {**features, "codex_hooks": True}, where=where
         )
-    except config_files.ConfigFileError as exc:
+    except agent_files.ConfigFileError as exc:
         raise InstallError(str(exc)) from exc
     return loaded.text, edited, None
 
@@ -201,8 +201,8 @@ def _ours(entry: object) -> bool:
 def load_settings(path: Path) -> tuple[dict[str, Any], str | None]:
     """The settings object and the file's text (``None`` when there is no file)."""
     try:
-        loaded = config_files.load_json(path)
-    except config_files.ConfigFileError as exc:
+        loaded = agent_files.load_json(path)
+    except agent_files.ConfigFileError as exc:
         raise InstallError(str(exc)) from exc
     return loaded.data, loaded.text
 
@@ -326,18 +326,18 @@ def remove(settings: Mapping[str, Any], *, where: Path) -> dict[str, Any]:
 
 
 def render(settings: Mapping[str, Any]) -> str:
-    return config_files.render_json(settings)
+    return agent_files.render_json(settings)
 
 
 def diff(path: Path, before: str | None, after: str) -> str:
-    return config_files.diff(path, before, after)
+    return agent_files.diff(path, before, after)
 
 
 def backup(path: Path) -> Path:
     """Copy ``path`` to its one backup, ``<name>.bak-memframe`` (replacing the previous one)."""
     try:
-        saved = config_files.save_backup(path)
-    except config_files.ConfigFileError as exc:
+        saved = agent_files.save_backup(path)
+    except agent_files.ConfigFileError as exc:
         raise InstallError(str(exc)) from exc
     if saved is None:
         raise InstallError(f"{path} does not exist: nothing to back up")
@@ -348,6 +348,6 @@ def write_atomic(path: Path, data: bytes, mode: int) -> None:
     """Write ``path`` atomically, through a symlink to the file it points at; a missing
     directory is created (0700), an existing one (the user's ``~/.claude``) is left as it is."""
     try:
-        config_files.write_config(path, data.decode("utf-8"), backup=False, mode=mode)
-    except config_files.ConfigFileError as exc:
+        agent_files.write_config(path, data.decode("utf-8"), backup=False, mode=mode)
+    except agent_files.ConfigFileError as exc:
         raise InstallError(str(exc)) from exc

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     import shlex
 
     from memframe.cli import EXIT_OK, CommandError
-    from memframe.config_files import ConfigFileError, diff
+    from memframe.config.agent_files import ConfigFileError, diff
     from memframe.mcp import clients
 
     project_dir = args.dir.expanduser().resolve()

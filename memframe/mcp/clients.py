@@ -5,7 +5,7 @@ from a name to ``command`` + ``args`` (JSON ``mcpServers`` for Claude Code, Clau
 Cursor and Gemini CLI; TOML ``[mcp_servers.<name>]`` for Codex). memframe's entry is the one
 named :data:`SERVER_NAME`: installing again updates it in place (keeping keys the user added to
 it, such as ``env``), other servers are never touched, and the file is written through
-:mod:`memframe.config_files` (symlinks followed, one backup, unparsable files refused).
+:mod:`memframe.config.agent_files` (symlinks followed, one backup, unparsable files refused).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from memframe import config_files
-from memframe.config_files import ConfigFileError
+from memframe.config import agent_files
+from memframe.config.agent_files import ConfigFileError
 
 SERVER_NAME = "memframe"
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex", "gemini")
@@ -175,10 +175,8 @@ def plan(target: Target, *, uninstall: bool = False) -> Change:
     """What :func:`apply` would write; nothing is written. An unparsable file, or a server map
     of the wrong shape, is a :class:`ConfigFileError`."""
     path = target.path
-    if target.format == "toml":
-        loaded = config_files.load_toml(path)
-    else:
-        loaded = config_files.load_json(path)
+    load = agent_files.load_toml if target.format == "toml" else agent_files.load_json
+    loaded = load(path)
     servers = loaded.data.get(target.servers_key)
     if servers is not None and not isinstance(servers, dict):
         raise ConfigFileError(
@@ -199,7 +197,7 @@ def plan(target: Target, *, uninstall: bool = False) -> Change:
         if wanted == existing:
             return Change(target, loaded.text, None)
     if target.format == "toml":
-        after = config_files.set_toml_table(
+        after = agent_files.set_toml_table(
             loaded.text or "", (target.servers_key, SERVER_NAME), wanted, where=path
         )
     else:
@@ -208,18 +206,18 @@ def plan(target: Target, *, uninstall: bool = False) -> Change:
         data[target.servers_key] = (
             others if wanted is None else {**(servers or {}), **{SERVER_NAME: wanted}}
         )
-        after = config_files.render_json(data)
+        after = agent_files.render_json(data)
     return Change(target, loaded.text, after)
 
 
-def apply(change: Change) -> config_files.Written | None:
+def apply(change: Change) -> agent_files.Written | None:
     """Write ``change`` (nothing when there is nothing to change). A file that changed since
     :func:`plan` read it (the client rewrote it meanwhile) is left alone: plan again."""
     if change.after is None:
         return None
     path = change.target.path
-    if config_files.read_text(path) != change.before:
+    if agent_files.read_text(path) != change.before:
         raise ConfigFileError(
             f"{path} changed while memframe was editing it; run the command again"
         )
-    return config_files.write_config(path, change.after)
+    return agent_files.write_config(path, change.after)

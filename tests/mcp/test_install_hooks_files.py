@@ -1,5 +1,6 @@
 """``memframe install-hooks`` writes Claude Code's settings the way every ``install-*`` command
-does (memframe.config_files): through a symlink, with one backup, never over an unparsable file."""
+does (memframe.config.agent_files): through a symlink, with one backup, never over an unparsable
+file."""
 
 from __future__ import annotations
 
