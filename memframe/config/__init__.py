@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 SETTINGS_FILE = "settings.json"
 
 
@@ -97,6 +95,8 @@ def read_settings(path: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise ConfigError(f"cannot read settings file {path}: {exc}") from exc
+    import orjson  # here, not at the top: the CLI imports this package before any frame exists
+
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
