@@ -87,6 +87,18 @@ def served(storage_url, tmp_path):
             server.stop(signal.SIGKILL)
 
 
+def wait_until_refused(host: str, port: int, timeout: float = 10.0) -> None:
+    """Poll (with a deadline) until nothing listens on ``host:port`` any more."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+        except ConnectionRefusedError:
+            return
+        assert time.monotonic() < deadline, f"{host}:{port} still accepts connections"
+        time.sleep(0.01)
+
+
 def client(server: Served) -> httpx.Client:
     return httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
@@ -113,12 +125,15 @@ def test_sigterm_finishes_the_request_in_flight(served):
     with socket.create_connection((host, int(port)), timeout=20) as sock:
         sock.sendall(
             f"PUT {API_PATH}?repo={REPO} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Expect: 100-continue\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-            + body[:1000]
         )
-        time.sleep(0.3)  # the server is now inside the request
+        # the server sends 100 Continue when the handler starts reading the body: it is now
+        # inside the request
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 "), "no 100 Continue"
+        sock.sendall(body[:1000])
         server.process.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
+        wait_until_refused(host, int(port))  # shutting down: it no longer accepts connections
         sock.sendall(body[1000:])
         answer = sock.recv(4096).decode()
     assert answer.startswith("HTTP/1.1 200"), answer
@@ -152,7 +167,13 @@ def test_sigkill_during_writes_loses_no_acknowledged_write(served):
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
     for thread in threads:
         thread.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while True:  # kill it once the writers are well under way
+        with lock:
+            if len(acknowledged) > 100:
+                break
+        assert time.monotonic() < deadline, "the writers did not get going"
+        time.sleep(0.01)
     server.stop(signal.SIGKILL)
     stop.set()
     for thread in threads:

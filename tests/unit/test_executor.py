@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+import memframe.executor
 from memframe.executor import BackgroundExecutor
 
 WAIT = 10.0  # generous bound for events that happen at once; never reached when things work
@@ -17,6 +19,23 @@ def executor() -> Iterator[BackgroundExecutor]:
     pool = BackgroundExecutor(2)
     yield pool
     pool.shutdown(timeout=WAIT)
+
+
+@pytest.fixture
+def when_flush_waits(monkeypatch: pytest.MonkeyPatch) -> Callable[[threading.Event], None]:
+    """``when_flush_waits(event)``: ``event`` is set as soon as a flush starts waiting for
+    futures (an explicit signal instead of a timer)."""
+
+    def arm(event: threading.Event) -> None:
+        real = memframe.executor.wait_futures
+
+        def waiting(*args: Any, **kwargs: Any) -> Any:
+            event.set()
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(memframe.executor, "wait_futures", waiting)
+
+    return arm
 
 
 def test_submit_returns_a_future_with_the_result(executor):
@@ -43,7 +62,7 @@ def test_flush_waits_for_every_task(executor):
     assert executor.pending == 0
 
 
-def test_flush_waits_for_tasks_submitted_by_running_tasks(executor):
+def test_flush_waits_for_tasks_submitted_by_running_tasks(executor, when_flush_waits):
     order: list[str] = []
     child_may_finish = threading.Event()
 
@@ -60,8 +79,7 @@ def test_flush_waits_for_tasks_submitted_by_running_tasks(executor):
         order.append("parent")
 
     executor.submit(parent)
-    # Release the child only once flush is already waiting.
-    threading.Timer(0.05, child_may_finish.set).start()
+    when_flush_waits(child_may_finish)  # the child finishes only once flush is waiting
     assert executor.flush(WAIT) is True
     assert sorted(order) == ["child", "grandchild", "parent"]
     assert executor.pending == 0
@@ -116,7 +134,7 @@ def test_shutdown_stops_accepting_work():
         pool.submit(lambda: 2)
 
 
-def test_shutdown_waits_for_running_work():
+def test_shutdown_waits_for_running_work(when_flush_waits):
     pool = BackgroundExecutor(1)
     release = threading.Event()
     done: list[str] = []
@@ -126,7 +144,7 @@ def test_shutdown_waits_for_running_work():
         done.append("task")
 
     pool.submit(task)
-    threading.Timer(0.05, release.set).start()
+    when_flush_waits(release)  # the task ends only once shutdown is waiting for it
     assert pool.shutdown(timeout=WAIT) is True
     assert done == ["task"]
 
