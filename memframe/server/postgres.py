@@ -35,11 +35,8 @@ from memframe.server.storage import (
     RepoHead,
     RepoSnapshot,
     RepoState,
-    StaleChecksumError,
     TokenInfo,
-    TokenRefusedError,
-    TooManyEntriesError,
-    check_token,
+    apply_puts,
     entry_checksum,
     now,
     repo_checksum,
@@ -382,10 +379,11 @@ class PostgresStorage:
         live: list[int],
         outcomes: list[PutOutcome | None],
     ) -> None:
-        incoming = {
-            index: {key: entry_checksum(text) for key, text in requests[index].entries.items()}
-            for index in live
-        }
+        incoming: list[dict[str, str]] = [{} for _ in requests]
+        for index in live:
+            incoming[index] = {
+                key: entry_checksum(text) for key, text in requests[index].entries.items()
+            }
         repos = sorted({requests[index].repo for index in live})
         hashes = sorted({h for index in live if (h := requests[index].token_hash) is not None})
         with self._pool.connection() as conn:
@@ -407,7 +405,7 @@ class PostgresStorage:
         requests: Sequence[PutRequest],
         live: list[int],
         outcomes: list[PutOutcome | None],
-        incoming: dict[int, dict[str, str]],
+        incoming: list[dict[str, str]],
         repos: list[str],
         hashes: list[str],
     ) -> None:
@@ -441,19 +439,7 @@ class PostgresStorage:
         for repo, version, last_modified, checksum in rows:
             row = (int(version), float(last_modified), str(checksum))
             states[repo] = RepoState(row if int(version) > 0 else None, checksums[repo])
-        for index in live:
-            request = requests[index]
-            token: TokenInfo | None = None
-            if request.token_hash is not None:
-                checked = check_token(tokens, request.token_hash, request.repo)
-                if isinstance(checked, TokenRefusedError):
-                    outcomes[index] = checked
-                    continue
-                token = checked
-            try:
-                outcomes[index] = states[request.repo].apply(request, incoming[index], token)
-            except (StaleChecksumError, TooManyEntriesError) as exc:
-                outcomes[index] = exc
+        apply_puts(requests, live, incoming, tokens, states.__getitem__, outcomes)
         writes = [
             (repo, key, text.encode("utf-8"), checksum)
             for repo, state in states.items()

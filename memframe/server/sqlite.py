@@ -33,11 +33,8 @@ from memframe.server.storage import (
     RepoHead,
     RepoSnapshot,
     RepoState,
-    StaleChecksumError,
     TokenInfo,
-    TokenRefusedError,
-    TooManyEntriesError,
-    check_token,
+    apply_puts,
     entry_checksum,
     now,
 )
@@ -367,29 +364,24 @@ class SQLiteStorage:
         tokens = self._tokens_by_hash(
             db, {r.token_hash for r in requests if r.token_hash is not None}
         )
-        by_repo: dict[str, list[tuple[int, TokenInfo | None]]] = {}
-        for index, request in enumerate(requests):
-            token: TokenInfo | None = None
-            if request.token_hash is not None:
-                checked = check_token(tokens, request.token_hash, request.repo)
-                if isinstance(checked, TokenRefusedError):
-                    outcomes[index] = checked
-                    continue
-                token = checked
-            by_repo.setdefault(request.repo, []).append((index, token))
-        for repo in sorted(by_repo):
-            row = db.execute(
-                "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
-            ).fetchone()
-            checksums = dict(
-                db.execute("SELECT key, checksum FROM entries WHERE repo = ?", (repo,)).fetchall()
-            )
-            state = RepoState(row, checksums)
-            for index, token in by_repo[repo]:
-                try:
-                    outcomes[index] = state.apply(requests[index], incoming[index], token)
-                except (StaleChecksumError, TooManyEntriesError) as exc:
-                    outcomes[index] = exc
+        states: dict[str, RepoState] = {}
+
+        def state_of(repo: str) -> RepoState:
+            state = states.get(repo)
+            if state is None:
+                row = db.execute(
+                    "SELECT version, last_modified, checksum FROM repos WHERE repo = ?", (repo,)
+                ).fetchone()
+                checksums = dict(
+                    db.execute(
+                        "SELECT key, checksum FROM entries WHERE repo = ?", (repo,)
+                    ).fetchall()
+                )
+                state = states[repo] = RepoState(row, checksums)
+            return state
+
+        apply_puts(requests, range(len(requests)), incoming, tokens, state_of, outcomes)
+        for repo, state in states.items():
             if state.writes:
                 db.executemany(
                     "INSERT INTO entries (repo, key, text, checksum) VALUES (?, ?, ?, ?) "

@@ -9,8 +9,9 @@ one transaction, so an acknowledged write is never lost and never half applied.
 commit: the puts of one repo are applied in the order given, each seeing the ones before it,
 each with an outcome of its own (a refused put changes nothing and does not disturb the
 others); a request may carry its bearer token's hash, checked in that same transaction
-(:class:`TokenRefusedError`). :class:`RepoState` is that in-memory application, shared by the
-engines: a repo is read once and written once per batch.
+(:class:`TokenRefusedError`). :class:`RepoState` is that in-memory application and
+:func:`apply_puts` the batch's walk through it (token, then repo state), shared by the engines:
+a repo is read once and written once per batch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import time
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -259,3 +260,31 @@ class RepoState:
         self.checksum = self._checksum(changed)
         self.exists = self.dirty = True
         return PutResult(self.checksum, self.last_modified, self.version, token)
+
+
+def apply_puts(
+    requests: Sequence[PutRequest],
+    indices: Iterable[int],
+    incoming: Sequence[dict[str, str]],
+    tokens: Mapping[str, TokenInfo],
+    state_of: Callable[[str], RepoState],
+    outcomes: list[PutOutcome | None],
+) -> None:
+    """Apply ``requests[i]`` for each ``i`` of ``indices``, in that order, and set
+    ``outcomes[i]``: its token checked against ``tokens`` (the batch's tokens, read in its
+    transaction), then its puts applied to ``state_of(repo)`` (``incoming[i]``: its entries'
+    checksums). A refused put (token, ``If-Match``, entry limit) changes nothing; the engine
+    then writes each state's ``writes`` and row."""
+    for index in indices:
+        request = requests[index]
+        token: TokenInfo | None = None
+        if request.token_hash is not None:
+            checked = check_token(tokens, request.token_hash, request.repo)
+            if isinstance(checked, TokenRefusedError):
+                outcomes[index] = checked
+                continue
+            token = checked
+        try:
+            outcomes[index] = state_of(request.repo).apply(request, incoming[index], token)
+        except (StaleChecksumError, TooManyEntriesError) as exc:
+            outcomes[index] = exc
