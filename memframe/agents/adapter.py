@@ -236,7 +236,7 @@ def _session_notes(session_dir: Path, config: Config) -> str | None:
     """After a compaction (or on resume) the session's notes go back into the context: what
     was being done, files, errors and fixes, as the session-memory layer last wrote them."""
     from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE
-    from memframe.session_notes import load_template
+    from memframe.session_memory import load_template
 
     try:
         notes = (session_dir / NOTES_DIR / NOTES_FILE).read_text(encoding="utf-8")

@@ -110,7 +110,7 @@ def print_notes_after_compaction(frame: object, session_id: str) -> None:
     """The notes a compacted session gets back (what ``memframe hook`` answers to
     ``SessionStart`` with ``source: compact``): the Current State and Errors sections."""
     from memframe.frame import MemoryFrame
-    from memframe.session_notes import parse_sections
+    from memframe.session_memory import parse_sections
 
     assert isinstance(frame, MemoryFrame)
     session = frame.session(session_id)

@@ -19,7 +19,7 @@ from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.prompts import PromptSpec, load_prompt
 from memframe.serial import SessionRunners
-from memframe.session_notes import (
+from memframe.session_memory import (
     Template,
     load_template,
     oversized_sections,

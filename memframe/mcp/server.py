@@ -150,7 +150,7 @@ class MemframeService:
     def session_notes(self, session_id: str | None = None) -> str:
         from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE
         from memframe.session import validate_session_id
-        from memframe.session_notes import load_template
+        from memframe.session_memory import load_template
 
         template = load_template(self.frame.config.config_dir)
         home = self.frame.project_home

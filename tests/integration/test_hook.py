@@ -273,7 +273,7 @@ def test_session_start_gives_the_memdir_layers_block(hook_env):
 @pytest.mark.parametrize("source", ["compact", "resume"])
 def test_after_a_compaction_the_session_notes_come_back(hook_env, source):
     from memframe.paths import project_key
-    from memframe.session_notes import load_template
+    from memframe.session_memory import load_template
 
     template = load_template(hook_env.config_dir).text
     notes = template.replace(

@@ -20,7 +20,7 @@ from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE, SessionMemoryL
 from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.replay import replay
 from memframe.serial import SerialRunner
-from memframe.session_notes import NotesFormatError, Template, bundled_text, parse_sections
+from memframe.session_memory import NotesFormatError, Template, bundled_text, parse_sections
 from memframe.testing import ScriptedBackend
 from memframe.transcripts import open_transcript
 from tests.layers.memdir_helpers import held_until

@@ -16,7 +16,7 @@ import pytest
 from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE
 from memframe.models import ModelRequest, ToolSpec
 from memframe.models.anthropic import AnthropicBackend
-from memframe.session_notes import Template, bundled_text
+from memframe.session_memory import Template, bundled_text
 from tests.fakes.fake_claude import install_fake_claude, read_log
 from tests.fakes.providers import (
     RecordedRequest,

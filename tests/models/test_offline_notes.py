@@ -28,7 +28,7 @@ from memframe.models.offline.session_notes import (
     line_key,
     merge_lines,
 )
-from memframe.session_notes import Template, bundled_text, parse_sections
+from memframe.session_memory import Template, bundled_text, parse_sections
 from memframe.transcripts import open_transcript
 
 TEMPLATE = Template(bundled_text("template.md"))

@@ -35,7 +35,7 @@ from memframe.models.offline._common import (
     read_conversation,
     user_text,
 )
-from memframe.session_notes import Section, Template, parse_sections, render_sections
+from memframe.session_memory import Section, Template, parse_sections, render_sections
 from memframe.transcripts.subagents import describe as describe_subagent
 
 PATH_KEYS = ("file_path", "path", "notebook_path")

@@ -1,5 +1,6 @@
-"""The session notes format: ``# Header`` + italic ``_description_`` sections, validation that an
-update kept them, and the section budget."""
+"""Session memory's notes format — the ``summary.md`` the ``session_memory`` layer keeps under
+``session-memory/``: ``# Header`` + italic ``_description_`` sections, validation that an update
+kept them, and the section budget."""
 
 from __future__ import annotations
 
