@@ -20,7 +20,7 @@ import pytest
 from memframe import events as ev
 from memframe.models.offline import outcomes
 from memframe.models.offline._common import read_conversation
-from memframe.models.offline.session_notes import (
+from memframe.models.offline.session_memory import (
     LIST_SECTIONS,
     MAX_ANSWERS,
     build_notes,

@@ -11,7 +11,7 @@ from memframe.models.base import ModelError, ModelRequest, ModelResponse
 from memframe.models.offline._common import OWN_CALL_PREFIX
 from memframe.models.offline.consolidate import consolidate_recipe
 from memframe.models.offline.memories import extract_memories_recipe
-from memframe.models.offline.session_notes import session_notes_recipe
+from memframe.models.offline.session_memory import session_notes_recipe
 
 Recipe = Callable[[ModelRequest], ModelResponse]
 
