@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memframe._backend import BACKEND
     from memframe._manager import LayerInfo, LayerLoadError
     from memframe.config import Config, ConfigError
-    from memframe.context_blocks import ContextBlock
+    from memframe.context.blocks import ContextBlock
     from memframe.errors import BackendError
     from memframe.frame import MemoryFrame
     from memframe.frame import open_frame as open
@@ -70,7 +70,7 @@ _LAZY = {
     "BackendError": ("memframe.errors", "BackendError"),
     "LayerInfo": ("memframe._manager", "LayerInfo"),
     "LayerLoadError": ("memframe._manager", "LayerLoadError"),
-    "ContextBlock": ("memframe.context_blocks", "ContextBlock"),
+    "ContextBlock": ("memframe.context.blocks", "ContextBlock"),
     "Message": ("memframe.messages", "Message"),
     "MessageError": ("memframe.messages", "MessageError"),
     "ContentBlock": ("memframe.messages", "ContentBlock"),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from memframe import hookspecs
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 
 if TYPE_CHECKING:
     from memframe.session import Session

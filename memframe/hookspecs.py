@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from memframe.context_blocks import ContextBlock
+    from memframe.context.blocks import ContextBlock
     from memframe.frame import MemoryFrame
     from memframe.messages import Message, ToolResultBlock, ToolUseBlock
     from memframe.session import Session

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memframe._fs import ensure_private_dir
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 from memframe.context_tokens import ContextMeter
 from memframe.messages import Message, ToolResultBlock, ToolUseBlock
 from memframe.state import SessionState

@@ -61,7 +61,7 @@ def memory_context(location: MemoryLocation) -> MemoryContext:
         size, mtime_ns = stat.st_size, stat.st_mtime_ns
     except (FileNotFoundError, NotADirectoryError):
         raw, size, mtime_ns = b"", 0, 0
-    from memframe.context_blocks import ContextBlock
+    from memframe.context.blocks import ContextBlock
 
     text, warnings = memory_prompt(str(location.path), raw.decode("utf-8", "replace"))
     rendered = ContextBlock(SOURCE, CONTEXT_TITLE, text).render()
@@ -92,6 +92,6 @@ def relevant_memories(
             spent = total
     text, spent = recall(MemoryStore(location.path), prompt, surfaced, spent, settings)
     state["recall"] = {"surfaced": surfaced, "bytes": spent}
-    from memframe.context_blocks import ContextBlock
+    from memframe.context.blocks import ContextBlock
 
     return ContextBlock(SOURCE, RELEVANT_TITLE, text).render() if text else ""

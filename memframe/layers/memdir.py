@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from memframe._fs import atomic_write_text, resolve_under
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import settings_from
 from memframe.memdir import MemoryStore, locate

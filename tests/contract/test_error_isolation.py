@@ -12,7 +12,7 @@ import pytest
 
 from memframe import hookimpl
 from memframe._manager import RegistrationError
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 from memframe.messages import Message, ToolUseBlock
 from memframe.testing import HookRecorder
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memframe import hookimpl, hookspecs
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 from memframe.messages import Message, ToolResultBlock, ToolUseBlock
 from memframe.testing import HookRecorder
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from memframe import hookimpl
-from memframe.context_blocks import ContextBlock
+from memframe.context.blocks import ContextBlock
 from memframe.messages import Message, ToolResultBlock, ToolUseBlock
 from memframe.session import (
     STATE_FILE,
