@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memframe._fs import ensure_private_dir
 from memframe.context.blocks import ContextBlock
-from memframe.context_tokens import ContextMeter
+from memframe.context.usage import ContextMeter
 from memframe.messages import Message, ToolResultBlock, ToolUseBlock
 from memframe.state import SessionState
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memframe import _backend
-from memframe.context_tokens import ContextMeter
+from memframe.context.usage import ContextMeter
 from memframe.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 
