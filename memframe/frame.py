@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memframe import _backend
 from memframe._manager import LayerFailure, LayerInfo, LayerManager
+from memframe.background.executor import BackgroundExecutor
 from memframe.config import Config, load_config
 from memframe.config.remote import DEFAULT_TTL, RemoteConfig
-from memframe.executor import BackgroundExecutor
 from memframe.layers import BUILTIN_LAYERS
 from memframe.models import BackendRegistry, ModelBackend
 from memframe.paths import project_key

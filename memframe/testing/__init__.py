@@ -22,7 +22,7 @@
 
 from __future__ import annotations
 
-from memframe.executor import synchronous_background
+from memframe.background.executor import synchronous_background
 from memframe.testing._frames import FrameFactory, open_test_frame
 from memframe.testing._model import Reply, ScriptedBackend
 from memframe.testing._recorder import HookCall, HookRecorder

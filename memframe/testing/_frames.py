@@ -7,7 +7,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memframe.executor import synchronous_background as _synchronous_background
+from memframe.background.executor import synchronous_background as _synchronous_background
 from memframe.hookspecs import hookimpl
 
 if TYPE_CHECKING:

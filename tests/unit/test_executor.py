@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import memframe.executor
-from memframe.executor import BackgroundExecutor
+import memframe.background.executor
+from memframe.background.executor import BackgroundExecutor
 
 WAIT = 10.0  # generous bound for events that happen at once; never reached when things work
 
@@ -27,13 +27,13 @@ def when_flush_waits(monkeypatch: pytest.MonkeyPatch) -> Callable[[threading.Eve
     futures (an explicit signal instead of a timer)."""
 
     def arm(event: threading.Event) -> None:
-        real = memframe.executor.wait_futures
+        real = memframe.background.executor.wait_futures
 
         def waiting(*args: Any, **kwargs: Any) -> Any:
             event.set()
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(memframe.executor, "wait_futures", waiting)
+        monkeypatch.setattr(memframe.background.executor, "wait_futures", waiting)
 
     return arm
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import memframe
-from memframe.executor import BackgroundExecutor
+from memframe.background.executor import BackgroundExecutor
 from memframe.memdir import locate
 from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.testing import (
