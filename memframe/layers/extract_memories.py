@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memframe._fs import is_inside
 from memframe.agent import ForkedAgent, Permission
+from memframe.background.serial import SessionRunners
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir import MemoryStore, locate
@@ -24,7 +25,6 @@ from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.prompts import PromptSpec, load_prompt
-from memframe.serial import SessionRunners
 from memframe.tools import written_paths
 
 if TYPE_CHECKING:

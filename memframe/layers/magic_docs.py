@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe.agent import ForkedAgent, Permission
+from memframe.background.serial import SessionRunners
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, settings_from
 from memframe.memdir.guard import scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.prompts import PromptSpec, load_prompt
-from memframe.serial import SessionRunners
 
 if TYPE_CHECKING:
     from memframe.frame import MemoryFrame

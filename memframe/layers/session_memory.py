@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memframe._fs import atomic_write_text, ensure_private_dir
 from memframe.agent import ForkedAgent, Permission
+from memframe.background.serial import SessionRunners
 from memframe.config import ConfigError
 from memframe.hookspecs import hookimpl
 from memframe.layer_settings import at_least, checked, settings_from
@@ -18,7 +19,6 @@ from memframe.memdir.guard import redact_private_data, scrub_messages
 from memframe.messages import Message
 from memframe.models.base import ModelError, ModelRequest, ToolSpec, backend_supports
 from memframe.prompts import PromptSpec, load_prompt
-from memframe.serial import SessionRunners
 from memframe.session_memory import (
     Template,
     load_template,

@@ -6,7 +6,7 @@ Changes are noticed cheaply: a ``Write``/``Edit`` tool call whose path is inside
 ``<memory dir>/team/``, and at each ``on_stop`` a stat of the team files (sizes and mtimes)
 against the last look, which also catches writes by other layers or the shell. Network work runs
 on the frame's background executor, one operation at a time with at most one trailing (see
-:mod:`memframe.serial`). Without a configured server the layer does nothing.
+:mod:`memframe.background.serial`). Without a configured server the layer does nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memframe._fs import is_inside
+from memframe.background.serial import SerialRunner
 from memframe.hookspecs import hookimpl
 from memframe.memdir import locate
-from memframe.serial import SerialRunner
 from memframe.team_keys import local_keys
 from memframe.team_sync.settings import SyncConfigError, SyncError, TeamSyncSettings
 from memframe.team_sync.sync_state import TEAM_DIR

@@ -15,11 +15,11 @@ import pytest
 
 from memframe import _backend
 from memframe import events as ev
+from memframe.background.serial import SerialRunner
 from memframe.hookspecs import hookimpl
 from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE, SessionMemoryLayer
 from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.replay import replay
-from memframe.serial import SerialRunner
 from memframe.session_memory import NotesFormatError, Template, bundled_text, parse_sections
 from memframe.testing import ScriptedBackend
 from memframe.transcripts import open_transcript
