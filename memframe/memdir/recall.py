@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memframe.memdir.files import Memory, freshness_caveat
 from memframe.memdir.store import MemoryStore
-from memframe.ranking import Document, bm25
+from memframe.text.ranking import Document, bm25
 
 RELEVANT_TITLE = "Relevant memories"
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memframe import ranking, text
+from memframe import text
 from memframe.memdir.files import Memory
 from memframe.memdir.recall import bm25_select
 from memframe.models.offline import consolidate
-from memframe.ranking import Document, bm25
-from memframe.text import STOPWORDS, stem, terms
+from memframe.text import STOPWORDS, ranking, stem, terms
+from memframe.text.ranking import Document, bm25
 
 FAMILIES = [
     ("price", "prices", "priced", "pricing"),
