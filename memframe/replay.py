@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memframe import events as ev
 from memframe.frame import MemoryFrame
 from memframe.hookspecs import hookimpl
 from memframe.session import validate_session_id
 from memframe.transcripts import Problem, open_transcript
+from memframe.transcripts import events as ev
 
 
 @dataclass

@@ -17,8 +17,8 @@ from memframe.messages import Message, ToolResultBlock, ToolUseBlock
 from memframe.state import SessionState
 
 if TYPE_CHECKING:
-    from memframe.events import Event
     from memframe.frame import MemoryFrame
+    from memframe.transcripts.events import Event
 
 T = TypeVar("T")
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -160,8 +160,8 @@ class Session:
         self.history.clear()
 
     def dispatch(self, event: Event) -> None:
-        """Feed one event derived from a transcript (see :mod:`memframe.events`)."""
-        from memframe import events
+        """Feed one event derived from a transcript (see :mod:`memframe.transcripts.events`)."""
+        from memframe.transcripts import events
 
         if isinstance(event, events.MessageEvent):
             self.on_message(event.message)

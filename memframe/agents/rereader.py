@@ -4,9 +4,10 @@ whole again at each run, bounded in size.
 The whole file goes through its format's reader (:func:`memframe.transcripts.open_transcript`);
 the items (messages and compaction boundaries) already dispatched are counted in the state and
 skipped, so each run dispatches only the new ones, as the same events
-:func:`memframe.events.derive_events` gives for the whole file. Until the turn ends (``final``)
-a trailing assistant message is held back: it may still grow. Tool uses wait for their results
-across runs (their ids are kept); at the session's end the ones without a result are released.
+:func:`memframe.transcripts.events.derive_events` gives for the whole file. Until the turn ends
+(``final``) a trailing assistant message is held back: it may still grow. Tool uses wait for
+their results across runs (their ids are kept); at the session's end the ones without a result
+are released.
 
 A file over :data:`MAX_BYTES` is not read (a problem says so): re-reading it at every event
 would cost more than the hook is allowed. A rollout is append-only; a file that was replaced or
@@ -22,14 +23,14 @@ from typing import Any
 
 from memframe.agents.records import decode_tool_use, encode_tool_use
 from memframe.agents.transcript import MAX_PROBLEMS, HookEvent, Increment
-from memframe.events import (
+from memframe.messages import Message, ToolUseBlock
+from memframe.transcripts import TranscriptError, open_transcript
+from memframe.transcripts._jsonl import open_binary
+from memframe.transcripts.events import (
     Event,
     ToolUseEvent,
     item_events,
 )
-from memframe.messages import Message, ToolUseBlock
-from memframe.transcripts import TranscriptError, open_transcript
-from memframe.transcripts._jsonl import open_binary
 
 MAX_BYTES = 32 * 1024 * 1024
 

@@ -3,7 +3,7 @@
 Each run reads from a byte cursor to the last complete line (a line still being written is left
 for the next run), so a long session is never read twice. Records become messages with the
 Claude Code reader's own record parsing, and messages become the same events
-:func:`memframe.events.derive_events` gives for a whole file:
+:func:`memframe.transcripts.events.derive_events` gives for a whole file:
 
 - records become messages with the whole-file reader's ``Assembler``
   (:mod:`memframe.transcripts.claude_code`): the same record types, queued messages, and
@@ -45,15 +45,15 @@ from memframe.agents.records import (
     encode_message,
     encode_tool_use,
 )
-from memframe.events import (
+from memframe.messages import Message, MessageError, ToolUseBlock
+from memframe.transcripts._jsonl import ReadStats, TranscriptError, iter_lines, open_binary
+from memframe.transcripts.claude_code import Assembler, answers_tool_use, boundary_of
+from memframe.transcripts.events import (
     CompactEvent,
     Event,
     ToolUseEvent,
     item_events,
 )
-from memframe.messages import Message, MessageError, ToolUseBlock
-from memframe.transcripts._jsonl import ReadStats, TranscriptError, iter_lines, open_binary
-from memframe.transcripts.claude_code import Assembler, answers_tool_use, boundary_of
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # as the whole-file reader
 MAX_MARKS = 2_000  # record uuids remembered (duplicates, rewind points)

@@ -325,7 +325,7 @@ class Worker:
             )
 
     def _read(self, reader: Reader, *, final: bool, stop: bool) -> Increment:
-        from memframe.events import StopEvent
+        from memframe.transcripts.events import StopEvent
 
         transcript = self.transcript
         if not transcript:

@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _conversation(path: Path) -> list[Message]:
-    from memframe import events as ev
     from memframe.cli import CommandError
     from memframe.transcripts import TranscriptError, open_transcript
+    from memframe.transcripts import events as ev
 
     try:
         return [

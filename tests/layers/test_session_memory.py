@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from memframe import _backend
-from memframe import events as ev
 from memframe.background.serial import SerialRunner
 from memframe.hookspecs import hookimpl
 from memframe.layers.session_memory import NOTES_DIR, NOTES_FILE, SessionMemoryLayer
@@ -22,6 +21,7 @@ from memframe.models import ModelError, ModelRequest, ModelResponse, ToolCall
 from memframe.replay import replay
 from memframe.session_memory import NotesFormatError, Template, bundled_text, parse_sections
 from memframe.testing import ScriptedBackend
+from memframe.transcripts import events as ev
 from memframe.transcripts import open_transcript
 from tests.layers.memdir_helpers import held_until
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from memframe import events as ev
 from memframe.models.offline import outcomes
 from memframe.models.offline._common import read_conversation
 from memframe.models.offline.session_memory import (
@@ -29,6 +28,7 @@ from memframe.models.offline.session_memory import (
     merge_lines,
 )
 from memframe.session_memory import Template, bundled_text, parse_sections
+from memframe.transcripts import events as ev
 from memframe.transcripts import open_transcript
 
 TEMPLATE = Template(bundled_text("template.md"))

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memframe.events import (
+from memframe.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from memframe.transcripts import CompactBoundary, open_transcript
+from memframe.transcripts.events import (
     CompactEvent,
     FileReadEvent,
     MessageEvent,
@@ -21,8 +23,6 @@ from memframe.events import (
     is_file_read,
     strip_read_decorations,
 )
-from memframe.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from memframe.transcripts import CompactBoundary, open_transcript
 
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 ALL_FILES = sorted(DATA.glob("*.jsonl"))

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from memframe.agents.transcript import IncrementalReader, RewindEvent
-from memframe.events import ToolUseEvent, derive_events
 from memframe.transcripts import TranscriptError, open_transcript
+from memframe.transcripts.events import ToolUseEvent, derive_events
 
 SESSION = "5d3c5a57-1d6e-4c43-9a0e-2f1f6f3b8f10"
 

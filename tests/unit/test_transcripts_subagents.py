@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memframe.agents.transcript import IncrementalReader
-from memframe.events import MessageEvent
 from memframe.messages import Message
 from memframe.transcripts import open_transcript
+from memframe.transcripts.events import MessageEvent
 from memframe.transcripts.subagents import describe
 from tests.unit.test_transcripts_parallel import SESSION, _base, _write, call, result, user
 
