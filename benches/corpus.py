@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 MB = 1_000_000
 MIN_SIZE_MB = 1
 MAX_SIZE_MB = 1000
@@ -1305,10 +1305,12 @@ def _plant(
     plants: list[dict[str, Any]] = []
     for n in range(count):
         rule_id = order[n % len(order)]
-        host = bisect.bisect_right(cumulative, rng.randrange(cumulative[-1]))
-        spec = specs[host]
         vector = usable.get(rule_id, [])
         for _attempt in range(20):
+            # a host file per attempt: a sample one kind of file cannot carry (a multi-line
+            # manifest in a transcript's JSON string, its newlines escaped) goes to another
+            host = bisect.bisect_right(cumulative, rng.randrange(cumulative[-1]))
+            spec = specs[host]
             generated = _gen_secret(t, rule_id)
             if vector and (generated is None or rng.random() < 0.5):
                 sample = vector[(n // len(order)) % len(vector)]
