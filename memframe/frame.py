@@ -61,7 +61,8 @@ class MemoryFrame:
         self._scanner: SecretScanner | None = None
         self._model: ModelBackend | None = None
         self._model_lock = threading.Lock()
-        self._memory_location: MemoryLocation | None = None  # memframe.memdir.locate caches it
+        self._memory_location: MemoryLocation | None = None  # see memory_location()
+        self._location_lock = threading.Lock()
         # the personal data kept out of memory (settings ``privacy.redact``), checked at open
         self.personal_kinds: frozenset[str] = personal_kinds(config.settings)
         self.remote_config = RemoteConfig(self, ttl=_remote_ttl(config.settings))
@@ -118,6 +119,17 @@ class MemoryFrame:
             rules = rules_for_settings(self.config.settings, self._register_rules)
             self._scanner = SecretScanner(rules)
         return self._scanner
+
+    def memory_location(self) -> MemoryLocation:
+        """Where this project's memory directory is (``memory_dir`` / ``memory_mode``
+        settings, ``MEMFRAME_MEMORY_DIR``; see docs/memdir.md): resolved once per frame, so every
+        layer agrees and a warning about the choice is logged once."""
+        with self._location_lock:
+            if self._memory_location is None:
+                from memframe.memdir.location import locate_for
+
+                self._memory_location = locate_for(self.project_dir, self.config)
+            return self._memory_location
 
     def model_backends(self) -> BackendRegistry:
         """Every model backend: the built-ins and those layers register."""

@@ -51,13 +51,9 @@ def __getattr__(name: str) -> Any:
 
 
 def locate(frame: MemoryFrame) -> MemoryLocation:
-    """The memory directory of ``frame``'s project (see :func:`resolve_memory_dir`); resolved
-    once per frame, so every layer agrees and a warning is logged once."""
-    cached: MemoryLocation | None = getattr(frame, "_memory_location", None)
-    if cached is None:
-        cached = locate_for(frame.project_dir, frame.config)
-        frame._memory_location = cached
-    return cached
+    """The memory directory of ``frame``'s project (see :func:`resolve_memory_dir`):
+    :meth:`MemoryFrame.memory_location`, resolved once per frame."""
+    return frame.memory_location()
 
 
 __all__ = [

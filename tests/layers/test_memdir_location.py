@@ -16,7 +16,7 @@ from memframe._manager import LayerLoadError
 from memframe.config import ConfigError
 from memframe.frame import open_frame
 from memframe.layers.memdir import MemdirLayer
-from memframe.memdir import resolve_memory_dir
+from memframe.memdir import locate, resolve_memory_dir
 from tests.layers.memdir_helpers import MEMDIR, expected_key, write_memory, write_settings
 
 
@@ -67,6 +67,16 @@ def test_default_is_under_the_memory_base(md_frame, tmp_path):
     assert location.source == "default"
     assert location.mode == "memframe"
     assert location.ignored == ()
+
+
+def test_the_frame_resolves_once_and_every_reader_agrees(md_frame, tmp_path, monkeypatch):
+    frame = md_frame()
+    first = frame.memory_location()
+    assert locate(frame) is first
+    assert memdir_of(frame).location == first
+    # a later change of the environment does not move a frame's memory
+    monkeypatch.setenv("MEMFRAME_MEMORY_DIR", str(tmp_path / "elsewhere"))
+    assert frame.memory_location() is first
 
 
 def test_user_settings_beat_the_default(md_frame, tmp_path):
