@@ -1,4 +1,4 @@
-"""Magic Docs (SPEC §4.3): documents the agent keeps current by itself.
+"""Magic Docs (docs/magic-docs.md): documents the agent keeps current by itself.
 
 A file whose line matches ``# MAGIC DOC: <title>`` (outside code fences) is registered when the
 agent reads it. At the end of a turn without tool calls, the docs due for an update are brought

@@ -1,9 +1,9 @@
 """Secret-scanning rules: the one rule file that every scan engine reads.
 
-The bundled ``default.toml`` holds the default rules (SPEC §4.7, issue 15); users add rules from
-their own file (memframe format, ``schema = 1``) or from a gitleaks-format config. Everything
-here is pure Python and only *loads and validates*; the engines (native, hyperscan, python)
-implement the semantics below identically.
+The bundled ``default.toml`` holds the default rules (docs/scanning.md: the 47 of the original
+design, then issue 15's); users add rules from their own file (memframe format, ``schema = 1``)
+or from a gitleaks-format config. Everything here is pure Python and only *loads and
+validates*; the engines (native, hyperscan, python) implement the semantics below identically.
 
 Semantics every engine implements
 ---------------------------------

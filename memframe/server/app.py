@@ -1,4 +1,4 @@
-"""The team memory server's HTTP side: the wire contract of SPEC §4.6 as an ASGI application
+"""The team memory server's HTTP side: the wire contract of docs/server.md as an ASGI application
 (Starlette), served by uvicorn (:mod:`memframe.server.serving`).
 
 The event loop only parses, routes and answers; every storage call (and the JSON parsing,

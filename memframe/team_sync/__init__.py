@@ -1,4 +1,4 @@
-"""Team memory sync (SPEC §4.6): ``<memory dir>/team/`` against a team memory server.
+"""Team memory sync (docs/team-sync.md): ``<memory dir>/team/`` against a team memory server.
 
     from memframe.team_sync import client_for_frame
 

@@ -1,4 +1,4 @@
-"""Pull, push and status of ``<memory dir>/team/`` against a team memory server (SPEC §4.6).
+"""Pull, push and status of ``<memory dir>/team/`` against a team memory server (docs/team-sync.md).
 
 Pull: the server wins per key — an entry the server changed since this client last synced it
 overwrites the local file; a local edit of an entry the server did not change is kept (it is

@@ -1,5 +1,5 @@
-"""Where the memory directory is (SPEC §4.2): env, the user's settings, the default; Claude mode;
-project settings can never move it; worktrees of one repository share it."""
+"""Where the memory directory is (docs/memdir.md): env, the user's settings, the default;
+Claude mode; project settings can never move it; worktrees of one repository share it."""
 
 from __future__ import annotations
 

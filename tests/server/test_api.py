@@ -1,5 +1,5 @@
-"""The team memory server's wire contract (SPEC §4.6) over real HTTP on 127.0.0.1, on every storage
-engine (the ``storage`` fixture: SQLite and PostgreSQL)."""
+"""The team memory server's wire contract (docs/server.md) over real HTTP on 127.0.0.1, on every
+storage engine (the ``storage`` fixture: SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 

@@ -202,7 +202,8 @@ def _first_positive(rule_id: str) -> tuple[str, re.Match[str]]:
 
 
 def test_default_ids_start_with_the_spec_ids_in_order() -> None:
-    # SPEC §4.7's rules come first, in order; issue 15's follow. Only the floor is pinned.
+    # The original design's 47 rules come first, in its order; issue 15's follow. Only the
+    # floor is pinned.
     assert len(SPEC_IDS) == 47
     assert DEFAULT.ids()[: len(SPEC_IDS)] == SPEC_IDS
     assert len(DEFAULT) >= 150
@@ -256,8 +257,9 @@ def test_default_rules_compile_in_hyperscan() -> None:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=[rule.regex.encode()], ids=[0], elements=1, flags=[0])
     ids = list(range(len(patterns)))
-    # One database for all rules, without start-of-match (SPEC §9: Hyperscan only says which rules
-    # hit; the capturing regex re-matches them). Several patterns are too large for SOM_LEFTMOST.
+    # One database for all rules, without start-of-match (docs/scanning.md: Hyperscan only says
+    # which rules hit; the capturing regex re-matches them). Several patterns are too large for
+    # SOM_LEFTMOST.
     for flags in (0, hyperscan.HS_FLAG_SINGLEMATCH):
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=patterns, ids=ids, elements=len(ids), flags=[flags] * len(ids))
