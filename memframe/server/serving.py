@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memframe.server.app import NEEDS_EXTRA
 
@@ -134,36 +134,62 @@ class _Config(uvicorn.Config):
         self.request_timeout = request_timeout
 
 
+T = TypeVar("T")
+
+
+class _PerIteration(Generic[T]):
+    """What one event-loop iteration adds, handed to ``sink`` in one call once the loop has run
+    its ready callbacks (``call_soon``): the one coalescing of writes the server does (the
+    socket's and the request lines'). Not thread-safe: a caller on several threads holds a
+    lock around :meth:`add` and passes ``queued``, the locked flush the loop is to call."""
+
+    __slots__ = ("_items", "_loop", "_queued", "_sink")
+
+    def __init__(
+        self, sink: Callable[[list[T]], None], queued: Callable[[], None] | None = None
+    ) -> None:
+        self._sink = sink
+        self._queued = queued or self.flush
+        self._items: list[T] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # where a flush is queued
+
+    def add(self, item: T, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Queue ``item`` for ``loop``'s next iteration (``None``: no loop, hand it over now)."""
+        self._items.append(item)
+        if loop is None:
+            self.flush()
+        elif self._loop is not loop:  # none queued on this loop (or that loop is gone)
+            self._loop = loop
+            loop.call_soon(self._queued)
+
+    def flush(self) -> None:
+        self._loop = None
+        if self._items:
+            items, self._items = self._items, []
+            self._sink(items)
+
+
 class _CoalescingTransport:
     """A transport whose writes of one loop iteration leave in one ``send``: uvicorn writes a
     response's head and body separately, two system calls and two TCP segments otherwise."""
 
-    __slots__ = ("_loop", "_pending", "_scheduled", "_transport")
+    __slots__ = ("_loop", "_out", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
-        self._pending: list[bytes] = []
-        self._scheduled = False
+        self._out: _PerIteration[bytes] = _PerIteration(self._send)
 
     def write(self, data: bytes) -> None:
-        if not data:
-            return
-        self._pending.append(data)
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self._flush)
+        if data:
+            self._out.add(data, self._loop)
 
-    def _flush(self) -> None:
-        self._scheduled = False
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            if not self._transport.is_closing():
-                self._transport.write(data)
+    def _send(self, chunks: list[bytes]) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(b"".join(chunks))
 
     def close(self) -> None:
-        self._flush()
+        self._out.flush()
         self._transport.close()
 
     def __getattr__(self, name: str) -> Any:
@@ -433,46 +459,43 @@ class ServedApp:
 
 
 class LineBatchHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """A stream handler that writes the lines one event-loop iteration logs in one ``write``:
-    a line logged on a running loop is written when the loop has run its ready callbacks
-    (``call_soon``), a line logged elsewhere (another thread, no loop) at once, after any
+    """A stream handler that writes the lines one event-loop iteration logs in one ``write``
+    (:class:`_PerIteration`): a line logged on a running loop is written when the loop has run
+    its ready callbacks, a line logged elsewhere (another thread, no loop) at once, after any
     lines still waiting, so the order holds. ``flush()`` (also at interpreter exit, through
     ``logging.shutdown``) writes what waits; a SIGKILL loses at most one iteration's lines."""
 
     def __init__(self, stream: Any = None) -> None:
         super().__init__(stream)
-        self._lines: list[str] = []
-        self._pending_on: asyncio.AbstractEventLoop | None = None  # where a flush is queued
+        self._out: _PerIteration[str] = _PerIteration(self._write, queued=self.flush)
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def emit(self, record: logging.LogRecord) -> None:  # called with the handler's lock held
         try:
             line = self.format(record)
         except Exception:  # logging's own policy: report, never raise into the caller
             self.handleError(record)
             return
         try:
-            loop = asyncio.get_running_loop()
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is None:
-            self._lines.append(line)
-            self.flush()
-            return
-        if self._pending_on is not loop:  # none queued on this loop (or that loop is gone)
-            self._pending_on = loop
-            loop.call_soon(self.flush)
-        self._lines.append(line)
+        self._out.add(line, loop)
 
     def flush(self) -> None:
-        with self.lock if self.lock is not None else contextlib.nullcontext():
-            lines, self._lines = self._lines, []
-            self._pending_on = None
-            if lines and self.stream is not None:
-                try:
-                    self.stream.write("\n".join(lines) + "\n")
-                    self.stream.flush()
-                except (OSError, ValueError):  # stderr closed or gone: nothing to do
-                    pass
+        self.acquire()
+        try:
+            self._out.flush()
+        finally:
+            self.release()
+
+    def _write(self, lines: list[str]) -> None:
+        if self.stream is None:
+            return
+        try:
+            self.stream.write("\n".join(lines) + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):  # stderr closed or gone: nothing to do
+            pass
 
 
 def log_to_stderr() -> None:
