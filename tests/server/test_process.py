@@ -83,17 +83,22 @@ def served(storage_url, tmp_path):
 
     yield start
     for server in running:
+        # a test that failed half-way may leave the process running, or exited with its pipes open
         if server.process.poll() is None:
-            server.stop(signal.SIGKILL)
+            server.process.send_signal(signal.SIGKILL)
+        server.finish()
 
 
 def wait_until_refused(host: str, port: int, timeout: float = 10.0) -> None:
-    """Poll (with a deadline) until nothing listens on ``host:port`` any more."""
+    """Poll (with a deadline) until nothing listens on ``host:port`` any more.
+
+    A connection that lands in the backlog just as the listener closes is reset rather than
+    refused: both mean the server no longer accepts."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             socket.create_connection((host, port), timeout=1).close()
-        except ConnectionRefusedError:
+        except (ConnectionRefusedError, ConnectionResetError):
             return
         assert time.monotonic() < deadline, f"{host}:{port} still accepts connections"
         time.sleep(0.01)
