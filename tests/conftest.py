@@ -4,6 +4,7 @@ plugin (``memframe.testing.pytest_plugin``: ``memframe_open``, ``memframe_frame`
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,13 @@ def fake_home(tmp_path) -> Path:
 
 
 _SCAN_CACHE = Path(tempfile.mkdtemp(prefix="memframe-test-scan-db-"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scan_cache_removed() -> Iterator[None]:
+    """The run's compiled scan database (~4 MB) goes with the run, not left in the temp dir."""
+    yield
+    shutil.rmtree(_SCAN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -252,7 +252,10 @@ def _example_env(tmp_path: Path) -> dict[str, str]:
     }
     home = tmp_path / "home"
     home.mkdir()
+    scratch = tmp_path / "tmp"  # what an example makes with tempfile goes with the test's tmp_path
+    scratch.mkdir()
     env.update(
+        TMPDIR=str(scratch),
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         MEMFRAME_HOME=str(home / ".memframe"),
