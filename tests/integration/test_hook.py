@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from memframe.replay import replay
 from memframe.session import validate_session_id
 from tests.integration.cli_runner import run_memframe
 from tests.native.vectors import positives
+from tests.waiting import wait_until
 
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 VIEWER = DATA / "d-kimuson__claude-code-viewer__5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
@@ -113,13 +113,17 @@ class HookEnv:
 
     def wait_idle(self, session_id: str = SESSION, timeout: float = WAIT) -> dict[str, Any]:
         """Until no work is pending and the worker has exited."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def idle() -> dict[str, Any] | None:
             state = self.state(session_id)
-            if not state.get("pending") and not state.get("worker"):
-                return state
-            time.sleep(0.1)
-        raise AssertionError(f"the hook worker did not finish: {self.state(session_id)}")
+            return None if state.get("pending") or state.get("worker") else state
+
+        return wait_until(
+            idle,
+            timeout=timeout,
+            interval=0.1,
+            what=lambda: f"the hook worker finished: {self.state(session_id)}",
+        )
 
     def log(self) -> str:
         path = self.home / "logs" / "hook.log"
@@ -839,12 +843,13 @@ def test_a_failing_run_is_retried_then_given_up(hook_env, tmp_path):
         "transcript_path": str(tmp_path / "t.jsonl"),
     }
     assert hook_env.hook(payload).returncode == 0
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
+
+    def failed() -> dict[str, Any] | None:
         state = read_state(HookPaths.for_session(hook_env.home, gone, "s1"))
-        if "last_error" in state and not state.get("pending") and not state.get("worker"):
-            break
-        time.sleep(0.1)
+        done = "last_error" in state and not state.get("pending") and not state.get("worker")
+        return state if done else None
+
+    state = wait_until(failed, timeout=WAIT, interval=0.1, what="the worker's error recorded")
     assert "NotADirectoryError" in state["last_error"]["error"]
     assert hook_env.log().count("NotADirectoryError: project directory") == 3
 

@@ -32,6 +32,7 @@ from tests.layers.memdir_helpers import (
     write_memory,
     write_settings,
 )
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -476,11 +477,12 @@ def test_exactly_one_of_several_processes_acquires(tmp_path):
             text=True,
         )
         procs.append((ready, proc))
-    deadline = time.monotonic() + 30
-    while not all(ready.exists() for ready, _ in procs):
-        assert time.monotonic() < deadline
+
+    def all_ready() -> bool:
         assert all(p.poll() is None for _, p in procs)
-        time.sleep(0.005)
+        return all(ready.exists() for ready, _ in procs)
+
+    wait_until(all_ready, timeout=30, interval=0.005, what="every locker ready")
     go.write_text("go")
     outcomes = []
     for _, proc in procs:  # each says its outcome while the winner still holds the lock

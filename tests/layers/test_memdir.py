@@ -35,6 +35,7 @@ from tests.layers.memdir_helpers import (
     write_memory,
     write_settings,
 )
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -900,11 +901,12 @@ def run_workers(tmp_path: Path, root: Path, workers: int, count: int, shared: bo
                 ),
             )
         )
-    deadline = time.monotonic() + 30
-    while not all(ready.exists() for ready, _ in procs):
-        assert time.monotonic() < deadline, "workers did not start"
+
+    def all_ready() -> bool:
         assert all(p.poll() is None for _, p in procs), [p.communicate() for _, p in procs]
-        time.sleep(0.005)
+        return all(ready.exists() for ready, _ in procs)
+
+    wait_until(all_ready, timeout=30, interval=0.005, what="every worker started")
     go.write_text("go")  # every worker starts adding at the same moment
     saved = []
     for _, proc in procs:

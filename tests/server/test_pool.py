@@ -17,6 +17,7 @@ import pytest
 from memframe.server.app import API_PATH, start_server
 from memframe.server.sqlite import SQLiteStorage
 from memframe.server.storage import StaleChecksumError, hash_token
+from tests.waiting import wait_until, wait_until_refused
 
 REPO = "acme/app"
 TOKEN = "mft_pool_token"
@@ -90,10 +91,7 @@ def test_postgres_connections_are_bounded_and_all_closed(postgres_url):
             assert storage.open_connections <= 4
     finally:
         storage.close()
-    deadline = time.monotonic() + 5
-    while connected() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert connected() == 0
+    wait_until(lambda: connected() == 0, timeout=5, what="every connection closed")
 
 
 def test_the_embedded_server_starts_and_stops_fast(tmp_path):
@@ -123,13 +121,16 @@ def test_stop_finishes_the_write_in_flight(tmp_path):
         with socket.create_connection(server.address, timeout=10) as sock:
             head = (
                 f"PUT {API_PATH}?repo={REPO} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}"
+                "\r\nExpect: 100-continue"
                 f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
             )
-            sock.sendall(head.encode() + body[:500])
-            time.sleep(0.2)
+            sock.sendall(head.encode())
+            # 100 Continue: the handler is reading the body, the request is in flight
+            assert sock.recv(100).startswith(b"HTTP/1.1 100 "), "no 100 Continue"
+            sock.sendall(body[:500])
             stopping = threading.Thread(target=server.stop)
             stopping.start()
-            time.sleep(0.2)
+            wait_until_refused(*server.address)  # shutting down: no new connections
             sock.sendall(body[500:])
             answer = sock.recv(4096)
             stopping.join(timeout=15)

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 from memframe.server import open_storage
 from memframe.server.app import API_PATH
 from memframe.server.storage import entry_checksum, hash_token, repo_checksum
+from tests.waiting import wait_until, wait_until_refused
 
 REPO = "acme/app"
 TOKEN = "mft_process_token"
@@ -89,21 +89,6 @@ def served(storage_url, tmp_path):
         server.finish()
 
 
-def wait_until_refused(host: str, port: int, timeout: float = 10.0) -> None:
-    """Poll (with a deadline) until nothing listens on ``host:port`` any more.
-
-    A connection that lands in the backlog just as the listener closes is reset rather than
-    refused: both mean the server no longer accepts."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            socket.create_connection((host, port), timeout=1).close()
-        except (ConnectionRefusedError, ConnectionResetError):
-            return
-        assert time.monotonic() < deadline, f"{host}:{port} still accepts connections"
-        time.sleep(0.01)
-
-
 def client(server: Served) -> httpx.Client:
     return httpx.Client(
         base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10
@@ -172,13 +157,12 @@ def test_sigkill_during_writes_loses_no_acknowledged_write(served):
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 30
-    while True:  # kill it once the writers are well under way
+
+    def under_way() -> bool:  # kill it once the writers are well under way
         with lock:
-            if len(acknowledged) > 100:
-                break
-        assert time.monotonic() < deadline, "the writers did not get going"
-        time.sleep(0.01)
+            return len(acknowledged) > 100
+
+    wait_until(under_way, timeout=30, what="100 acknowledged writes")
     server.stop(signal.SIGKILL)
     stop.set()
     for thread in threads:

@@ -21,6 +21,7 @@ from memframe.team_sync import MAX_BODY_BYTES, STATE_FILE, batches
 from memframe.team_sync.sync_state import LocalEntry, checksum
 from tests.native.vectors import positives
 from tests.team.conftest import REPO, TOKEN, Fault, FaultProxy, make_client, write
+from tests.waiting import wait_until
 
 BIG = 250_001
 
@@ -746,14 +747,6 @@ def _settings(tmp_path: Path, **team_sync: Any) -> None:
     (config / "settings.json").write_text(json.dumps({"team_sync": team_sync}))
 
 
-def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.01)
-
-
 def test_the_layer_is_built_in():
     from memframe.layers import BUILTIN_LAYERS
 
@@ -790,7 +783,10 @@ def test_the_layer_pulls_pushes_when_team_files_change_and_flushes(server, proxy
         outside = tmp_path / "project" / "notes.md"
         outside.write_text("not team memory\n")
         session.on_tool_use(ToolUseBlock("t9", "Write", {"file_path": str(outside)}), None)
-        _wait_for(lambda: {"burst-0.md", "burst-1.md", "burst-2.md"} <= set(server.entries()))
+        wait_until(
+            lambda: {"burst-0.md", "burst-1.md", "burst-2.md"} <= set(server.entries()),
+            what="the burst pushed",
+        )
         session.flush()
         assert proxy.count("PUT") < 3  # coalesced
 
@@ -798,7 +794,7 @@ def test_the_layer_pulls_pushes_when_team_files_change_and_flushes(server, proxy
         write(memory, "by-shell.md", "echo'd in\n")
         session.on_message({"role": "assistant", "content": "done"})
         session.on_stop()
-        _wait_for(lambda: "by-shell.md" in server.entries())
+        wait_until(lambda: "by-shell.md" in server.entries(), what="by-shell.md pushed")
 
         # the session end pushes what is left, synchronously
         write(memory, "last-minute.md", "just before the end\n")

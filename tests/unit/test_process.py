@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import memframe._process
 from memframe._process import Probe, pid_alive, probe_pid
 from memframe.agents.session_files import is_hook_worker, worker_running
 from memframe.memdir.lock import ConsolidationLock
+from tests.waiting import wait_until
 
 NOBODY = 65534
 
@@ -51,10 +51,10 @@ def test_what_is_not_a_pid_is_gone(pid):
 def test_a_zombie_is_gone():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     stat = Path(f"/proc/{proc.pid}/stat")
-    deadline = time.monotonic() + 30
-    while stat.read_bytes().rpartition(b")")[2][1:2] != b"Z":  # exited, not reaped yet
-        assert time.monotonic() < deadline, "the child never exited"
-        time.sleep(0.01)
+    # exited, not reaped yet
+    wait_until(
+        lambda: stat.read_bytes().rpartition(b")")[2][1:2] == b"Z", timeout=30, what="the exit"
+    )
     try:
         os.kill(proc.pid, 0)  # the kernel still knows it...
         assert probe_pid(proc.pid) is Probe.GONE  # ...but it holds nothing any more
