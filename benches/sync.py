@@ -25,6 +25,11 @@ and faults, beside the previous server in the same run.
 
 Floors (ratios side by side in this run, and fault counts): see ``check`` and
 docs/benchmarks.md.
+
+A slower disk on any machine: with ``MEMFRAME_BENCH_FSYNC_DELAY_US=800`` every server process
+of the run (old and new alike, so the ratios stay side by side) has each ``fsync`` and
+``fdatasync`` return 800 µs after the real call (``benches/slow_fsync.c``, compiled with ``cc``
+and loaded with ``LD_PRELOAD``). PostgreSQL's own fsyncs are not slowed.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import statistics
@@ -43,7 +49,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,6 +81,38 @@ GET_FLOOR = {True: 1.25, False: 3.0}  # by quick
 PUT_FLOOR = {True: 1.25, False: 2.0}
 FD_SLACK = 4  # open files may move this much over a server's life (a pool connection opening)
 ROOT = Path(__file__).resolve().parent.parent
+FSYNC_DELAY_ENV = "MEMFRAME_BENCH_FSYNC_DELAY_US"
+_slow_disk: dict[str, str] = {}  # what a server's environment gains for a slower disk
+
+
+def fsync_delay_us() -> int:
+    """The emulated extra time of an fsync (``$MEMFRAME_BENCH_FSYNC_DELAY_US``; 0: none)."""
+    value = os.environ.get(FSYNC_DELAY_ENV, "").strip() or "0"
+    if not value.isdigit():
+        raise ValueError(f"{FSYNC_DELAY_ENV} must be a whole number of microseconds: {value!r}")
+    return int(value)
+
+
+@contextlib.contextmanager
+def _slower_disk(directory: Path) -> Iterator[int]:
+    """Every server spawned inside has its fsyncs ``fsync_delay_us()`` longer (yielded; 0:
+    the disk as it is): the preload library is built in ``directory``."""
+    delay = fsync_delay_us()
+    if not delay:
+        yield 0
+        return
+    compiler = shutil.which("cc")
+    if compiler is None:
+        raise RuntimeError(f"{FSYNC_DELAY_ENV} needs a C compiler (cc) to build slow_fsync.c")
+    library = directory / "slow_fsync.so"
+    source = Path(__file__).with_name("slow_fsync.c")
+    command = [compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(source), "-ldl"]
+    subprocess.run(command, check=True, capture_output=True)
+    _slow_disk.update({"LD_PRELOAD": str(library), FSYNC_DELAY_ENV: str(delay)})
+    try:
+        yield delay
+    finally:
+        _slow_disk.clear()
 
 
 # -- push and pull (the client) ----------------------------------------------------------------
@@ -186,6 +224,7 @@ class Served:
 
 def _spawn(argv: list[str], log: Path) -> Served:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
+    env.update(_slow_disk)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with log.open("wb") as err:
         process = subprocess.Popen(
@@ -648,6 +687,7 @@ def run(quick: bool) -> BenchResult:
             "flood_connections": flood,
             "soak_seconds": soak_seconds,
             "new_workers_sqlite": workers,
+            "fsync_delay_us": fsync_delay_us(),
         },
     )
     from benches import machine
@@ -660,8 +700,13 @@ def run(quick: bool) -> BenchResult:
     phases: dict[str, float] = {}
     result.details["phase_seconds"] = phases
     phase = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="memframe-bench-sync-") as name:
+    with (
+        tempfile.TemporaryDirectory(prefix="memframe-bench-sync-") as name,
+        _slower_disk(Path(name)) as delay,
+    ):
         tmp = Path(name)
+        if delay:
+            result.notes.append(f"a slower disk: every fsync returns {delay} µs later")
         storage = open_storage(str(tmp / "team.db"))
         storage.add_token("bench", hash_token(TOKEN), ("*",))
         try:

@@ -522,3 +522,51 @@ def test_sync_resources_and_percentiles() -> None:
     assert sync.resources(2**22 + 12345) == (-1, -1)  # no such process
     assert sync._percentile([0.3, 0.1, 0.2], 0.5) == 0.2
     assert sync._percentile(list(range(100)), 0.99) == 99
+
+
+def test_sync_slower_disk_delays_every_fsync_of_a_spawned_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from benches import sync
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler (cc) to build benches/slow_fsync.c")
+    probe = (
+        "import os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)\n"
+        "started = time.perf_counter()\n"
+        "for _ in range(5):\n"
+        "    os.write(fd, b'x'); os.fdatasync(fd); os.fsync(fd)\n"
+        "print((time.perf_counter() - started) / 10 * 1e6)\n"
+    )
+
+    def per_call_us() -> float:
+        env = {**os.environ, **sync._slow_disk}
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(tmp_path / "f")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return float(out.stdout)
+
+    # 20 ms: far above a real fsync here, even on a loaded machine
+    monkeypatch.setenv(sync.FSYNC_DELAY_ENV, "20000")
+    with sync._slower_disk(tmp_path) as delay:
+        assert delay == 20000 and sync._slow_disk["LD_PRELOAD"].endswith("slow_fsync.so")
+        assert per_call_us() >= 20000  # each call returned 20 ms after the real one, or later
+    assert sync._slow_disk == {}  # the servers after the run get the disk as it is
+    assert per_call_us() < 20000
+
+    monkeypatch.setenv(sync.FSYNC_DELAY_ENV, "0")
+    with sync._slower_disk(tmp_path) as delay:
+        assert delay == 0 and sync._slow_disk == {}
+    monkeypatch.setenv(sync.FSYNC_DELAY_ENV, "0.8ms")
+    with pytest.raises(ValueError, match="whole number of microseconds"):
+        sync.fsync_delay_us()
