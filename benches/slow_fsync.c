@@ -18,29 +18,25 @@ static long delay_ns(void) {
     return delay;
 }
 
-static void hold(void) {
+/* the real call's result, returned once the delay has passed (its errno kept) */
+static int held(int result) {
+    int saved = errno;
     long delay = delay_ns();
     struct timespec left = {delay / 1000000000L, delay % 1000000000L};
     while (delay > 0 && nanosleep(&left, &left) == -1 && errno == EINTR) {
     }
+    errno = saved;
+    return result;
 }
 
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-    int result = real(fd);
-    int saved = errno;
-    hold();
-    errno = saved;
-    return result;
+    return held(real(fd));
 }
 
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    int result = real(fd);
-    int saved = errno;
-    hold();
-    errno = saved;
-    return result;
+    return held(real(fd));
 }
