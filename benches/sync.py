@@ -281,7 +281,9 @@ def resources(pid: int) -> tuple[int, int]:
 
 
 class _Connection(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection: ``request(bytes)`` -> the response status."""
+    """One keep-alive HTTP/1.1 connection: ``request(bytes)`` -> the response status. A
+    response with ``Connection: close`` ends it, as an HTTP/1.1 client must: the client closes
+    its side, and the next request goes on a new connection."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -289,6 +291,7 @@ class _Connection(asyncio.Protocol):
         self.waiter: asyncio.Future[int] | None = None
         self.need = -1
         self.status = 0
+        self.closing = False  # the response being read said Connection: close
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -309,10 +312,13 @@ class _Connection(asyncio.Protocol):
             if at >= 0:
                 stop = head.find(b"\r\n", at)
                 length = int(head[at + 15 : stop if stop > 0 else len(head)])
+            self.closing = b"\r\nconnection: close" in head
             self.need = end + 4 + length
         if len(self.buffer) >= self.need:
             del self.buffer[: self.need]
             self.need = -1
+            if self.closing and self.transport is not None:
+                self.transport.close()
             waiter, self.waiter = self.waiter, None
             waiter.set_result(self.status)
 

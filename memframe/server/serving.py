@@ -14,22 +14,29 @@ What uvicorn is given on top of its defaults:
   its body, checked by the app, as long again);
 - graceful shutdown: stop listening, close idle connections, let the requests in flight finish
   for at most ``graceful_timeout`` seconds (then cancel them: a write not answered was never
-  acknowledged), then the app's own shutdown (threads, storage connections).
+  acknowledged), then the app's own shutdown (threads, storage connections);
+- with several workers, a balance of keep-alive connections over them
+  (:class:`ConnectionBalance`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
+import multiprocessing
+import os
 import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from memframe._process import pid_alive
 from memframe.server.app import NEEDS_EXTRA
 
 try:
@@ -125,13 +132,115 @@ def url_of(sock: socket.socket, scheme: str = "http") -> str:
     return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
+class ConnectionBalance:
+    """The open connections of each worker of ``memframe serve --workers N``, in memory the
+    workers share, so that none keeps many more keep-alive connections than another.
+
+    The kernel hands a new connection to whichever worker accepts first, and a keep-alive client
+    then stays there: 8 clients that connect at once often all land on one worker (measured:
+    8 : 0, 2 : 6), which then does all their work on one core while the other idles. A worker
+    holding at least ``margin`` connections more than the least loaded live worker answers one
+    request with ``Connection: close`` (at most one every ``interval`` seconds); the client
+    opens a new connection, which the less busy worker is the likelier to accept. HTTP/1.1
+    lets a server close a connection after any response, and clients reconnect.
+
+    Picklable only while the workers are spawned (``multiprocessing`` shared memory); each
+    worker takes a slot (its pid and count) on its first connection, a slot whose process is
+    gone is taken over."""
+
+    def __init__(self, workers: int, *, margin: int = 2, interval: float = 0.01) -> None:
+        if workers < 2:
+            raise ValueError("a connection balance needs 2 or more workers")
+        # (pid, open connections) per worker; its items read and write as ints (typeshed
+        # types them as ctypes objects, hence Any)
+        self._slots: Any = multiprocessing.get_context("spawn").Array(ctypes.c_long, 2 * workers)
+        self.margin = margin
+        self.interval = interval
+        self._mine: int | None = None  # this process's slot
+        self._next_shed = 0.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_mine"] = None  # per process
+        state["_next_shed"] = 0.0
+        return state
+
+    def _slot(self) -> int:
+        """This process's slot (called with the lock held)."""
+        if self._mine is not None:
+            return self._mine
+        raw = self._slots.get_obj()
+        pid = os.getpid()
+        free = [
+            i
+            for i in range(0, len(raw), 2)
+            if int(raw[i]) in (0, pid) or not pid_alive(int(raw[i]))
+        ]
+        if not free:  # more processes than slots: this one is not balanced
+            raise RuntimeError("no connection-balance slot left")
+        self._mine = free[0]
+        raw[self._mine], raw[self._mine + 1] = pid, 0
+        return self._mine
+
+    def join(self) -> None:
+        """Take this process's slot (with no connection yet)."""
+        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
+            self._slot()
+
+    def opened(self) -> None:
+        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
+            self._slots.get_obj()[self._slot() + 1] += 1
+
+    def closed(self) -> None:
+        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
+            slot = self._slot() + 1
+            raw = self._slots.get_obj()
+            raw[slot] = max(0, raw[slot] - 1)
+
+    def counts(self) -> dict[int, int]:
+        """Open connections by worker pid (live workers only)."""
+        with self._slots.get_lock():
+            raw = list(self._slots.get_obj())
+        return {raw[i]: raw[i + 1] for i in range(0, len(raw), 2) if raw[i] and pid_alive(raw[i])}
+
+    def should_shed(self) -> bool:
+        """Whether this worker is to close the connection of the request it is answering."""
+        now = time.monotonic()
+        if now < self._next_shed or self._mine is None:
+            return False
+        raw = self._slots.get_obj()  # a racy read is fine: a hint, checked again below
+        mine = raw[self._mine + 1]
+        others = [raw[i + 1] for i in range(0, len(raw), 2) if raw[i] and i != self._mine]
+        if not others or mine < min(others) + self.margin:
+            return False
+        counts = self.counts()  # under the lock, and only live workers
+        mine = counts.pop(os.getpid(), 0)
+        if not counts or mine < min(counts.values()) + self.margin:
+            return False
+        self._next_shed = now + self.interval
+        return True
+
+
 class _Config(uvicorn.Config):
     def __init__(
-        self, *args: Any, max_connections: int, request_timeout: float, **kwargs: Any
+        self,
+        *args: Any,
+        max_connections: int,
+        request_timeout: float,
+        balance: ConnectionBalance | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.max_connections = max_connections
         self.request_timeout = request_timeout
+        self.balance = balance
+
+    def load(self) -> None:
+        # in each worker process, before it serves: counted from the start, so an idle worker
+        # is one to move connections to
+        if self.balance is not None:
+            self.balance.join()
+        super().load()
 
 
 T = TypeVar("T")
@@ -205,8 +314,10 @@ class _Protocol(HttpToolsProtocol):
         super().__init__(config, *args, **kwargs)
         self._max_connections: int = config.max_connections
         self._request_timeout: float = config.request_timeout
+        self._balance: ConnectionBalance | None = config.balance
         self._header_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._counted = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if len(self.connections) >= self._max_connections:
@@ -216,6 +327,9 @@ class _Protocol(HttpToolsProtocol):
             transport.close()
             return
         super().connection_made(_CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+        if self._balance is not None:
+            self._balance.opened()
+            self._counted = True
         # no request yet: an idle connection, closed like one kept alive after a response
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -238,6 +352,8 @@ class _Protocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._cancel_header_timer()
         super().on_headers_complete()
+        if self._balance is not None and self.cycle is not None and self._balance.should_shed():
+            self.cycle.keep_alive = False  # this response says Connection: close
 
     def _cancel_header_timer(self) -> None:
         if self._header_timer is not None:
@@ -252,6 +368,9 @@ class _Protocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
+        if self._counted and self._balance is not None:
+            self._counted = False
+            self._balance.closed()
         super().connection_lost(exc)
 
 
@@ -341,8 +460,11 @@ class _Server(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
-def uvicorn_config(app: Any, config: ServeConfig) -> uvicorn.Config:
-    """uvicorn's configuration for ``app`` under ``config`` (logging left to memframe)."""
+def uvicorn_config(
+    app: Any, config: ServeConfig, *, balance: ConnectionBalance | None = None
+) -> uvicorn.Config:
+    """uvicorn's configuration for ``app`` under ``config`` (logging left to memframe);
+    ``balance``: the workers' shared connection counts."""
     return _Config(
         app,
         host=config.host,
@@ -366,6 +488,7 @@ def uvicorn_config(app: Any, config: ServeConfig) -> uvicorn.Config:
         ssl_keyfile=config.tls_key,
         max_connections=config.max_connections,
         request_timeout=config.request_timeout,
+        balance=balance,
     )
 
 
@@ -531,7 +654,8 @@ def serve(
     sock = bind_socket(config.host, config.port, config.backlog)
     url = url_of(sock, config.scheme)
     try:
-        uv_config = uvicorn_config(app, config)
+        balance = ConnectionBalance(config.workers) if config.workers > 1 else None
+        uv_config = uvicorn_config(app, config, balance=balance)
         if config.workers > 1:
             from uvicorn.supervisors import Multiprocess
 
