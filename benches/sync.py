@@ -392,8 +392,9 @@ async def _round(
         while (sent := time.perf_counter()) < stop_at:
             connection = connections[index]
             if connection.transport is None or connection.transport.is_closing():
-                # closed while idle (the new server closes idle connections after 5 s):
-                # open another, untimed, as a client would
+                # closed while idle (the new server closes idle connections after 5 s) or
+                # after a response with Connection: close (a worker balancing its
+                # connections): open another, untimed, as a client would
                 connection = connections[index] = await _connect(addresses[index % len(addresses)])
                 continue
             try:

@@ -4,6 +4,7 @@ connection cap, the listen backlog, workers, TLS and a reverse proxy's headers."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -23,6 +24,7 @@ import pytest
 from memframe.server import open_storage
 from memframe.server.app import API_PATH
 from memframe.server.storage import hash_token
+from tests.waiting import wait_until
 
 REPO = "acme/app"
 TOKEN = "mft_limits_token"
@@ -109,7 +111,11 @@ def serve(storage_url, tmp_path):
     yield start
     for server in running:
         if server.process.poll() is None:
-            server.stop(signal.SIGKILL)
+            # SIGKILL would not reach the workers (their stderr would keep the reader waiting)
+            try:
+                server.stop(signal.SIGTERM, timeout=15)
+            except subprocess.TimeoutExpired:
+                server.stop(signal.SIGKILL)
 
 
 def get(server: Serve, **headers: str) -> httpx.Response:
@@ -262,6 +268,102 @@ def test_workers_share_the_port_each_with_its_own_pool(serve):
     )
     assert put.status_code == 200
     assert get(server).json()["content"]["entries"] == {"a.md": "alpha", "b.md": "beta"}
+    assert server.stop() == 0
+
+
+def worker_pids(server: Serve) -> list[int]:
+    """The supervisor's worker processes (not multiprocessing's resource tracker)."""
+    children = [
+        int(c)
+        for task in Path(f"/proc/{server.process.pid}/task").iterdir()
+        for c in (task / "children").read_text().split()
+    ]
+    workers = []
+    for pid in children:
+        with contextlib.suppress(OSError):
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                workers.append(pid)
+    return workers
+
+
+def connections_per_worker(server: Serve) -> list[int]:
+    """Established TCP connections on the server's port held by each worker process (sorted)."""
+    port = f"{server.address[1]:04X}"
+    established: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[1].rsplit(":", 1)[1] == port and fields[3] == "01":
+                    established.add(fields[9])  # the socket's inode
+    counts = []
+    for pid in worker_pids(server):
+        inodes = set()
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+        counts.append(len(inodes & established))
+    return sorted(counts)
+
+
+class KeepAliveClients:
+    """``n`` keep-alive clients, each on its own thread and connection, sending GETs until
+    stopped; all connect at once. What the server answered is kept."""
+
+    def __init__(self, server: Serve, n: int) -> None:
+        self.server = server
+        self.statuses: list[int] = []
+        self.closes = 0  # responses that said Connection: close
+        self.stopping = threading.Event()
+        self._start = threading.Barrier(n)
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(n)]
+        for thread in self.threads:
+            thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.server.url, headers=AUTH, timeout=10) as client:
+            self._start.wait(timeout=10)
+            while not self.stopping.is_set():
+                response = client.get(f"{API_PATH}?repo={REPO}")
+                self.statuses.append(response.status_code)
+                self.closes += response.headers.get("connection") == "close"
+                time.sleep(0.002)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(timeout=15)
+
+
+def test_keep_alive_connections_are_balanced_over_the_workers(serve):
+    server = serve("--workers", "2")
+    wait_until(lambda: len(worker_pids(server)) == 2, what="2 workers")
+    clients = KeepAliveClients(server, 8)
+    try:
+        split = wait_until(
+            lambda: (seen := connections_per_worker(server)) == [4, 4] and seen,
+            timeout=20,
+            what=lambda: f"8 connections split 4 : 4 (now {connections_per_worker(server)})",
+        )
+    finally:
+        clients.stop()
+    assert split == [4, 4]
+    # balancing cost no request: every one was answered, with its full response
+    assert clients.statuses and set(clients.statuses) == {200}
+    assert server.stop() == 0
+
+
+def test_one_worker_never_closes_a_connection_to_balance(serve):
+    server = serve("--workers", "1")
+    clients = KeepAliveClients(server, 8)
+    try:
+        wait_until(lambda: len(clients.statuses) >= 400, what="400 answers")
+    finally:
+        clients.stop()
+    assert set(clients.statuses) == {200}
+    assert clients.closes == 0
     assert server.stop() == 0
 
 

@@ -512,6 +512,65 @@ def test_sync_load_client_reads_responses_split_anywhere() -> None:
         loop.close()
 
 
+def test_sync_load_client_reconnects_after_connection_close() -> None:
+    """A response saying Connection: close (a worker balancing its connections) ends that
+    connection: the client opens another for its next request, and nothing counts as an error.
+    Against a real server on 127.0.0.1 that closes after every third response."""
+    import asyncio
+
+    from benches import sync
+
+    accepted = finished = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted, finished
+        accepted += 1
+        answered = 0
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                answered += 1
+                close = answered % 3 == 0
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n"
+                    + (b"connection: close\r\n" if close else b"")
+                    + b"\r\n{}"
+                )
+                await writer.drain()
+                if close:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        writer.close()
+        await writer.wait_closed()
+        finished += 1
+
+    async def run() -> sync.Round:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        address = server.sockets[0].getsockname()[:2]
+        connections = [await sync._connect(address) for _ in range(2)]
+        try:
+            request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+            return await sync._round(connections, [address], lambda c, n: request, 2, 0.5, 200)
+        finally:
+            for connection in connections:
+                if connection.transport is not None:
+                    connection.transport.close()
+            # until each side has closed its socket
+            while finished < accepted or any(c.transport is not None for c in connections):
+                await asyncio.sleep(0)
+            server.close()
+            await server.wait_closed()
+
+    loop = asyncio.new_event_loop()
+    try:
+        result = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    assert result.errors == 0
+    assert result.requests >= 6
+    assert accepted >= 2 + result.requests // 3 - 2  # one new connection per third answer
+
+
 def test_sync_resources_and_percentiles() -> None:
     import os
 
