@@ -139,14 +139,16 @@ class ConnectionBalance:
     The kernel hands a new connection to whichever worker accepts first, and a keep-alive client
     then stays there: 8 clients that connect at once often all land on one worker (measured:
     8 : 0, 2 : 6), which then does all their work on one core while the other idles. A worker
-    holding at least ``margin`` connections more than the least loaded live worker answers one
-    request with ``Connection: close`` (at most one every ``interval`` seconds); the client
-    opens a new connection, which the less busy worker is the likelier to accept. HTTP/1.1
-    lets a server close a connection after any response, and clients reconnect.
+    that holds more connections than the least loaded live worker, by at least ``margin`` and
+    by at least an eighth of that worker's count (so that hundreds of connections do not churn
+    over a small imbalance), answers one request with ``Connection: close`` (at most one every
+    ``interval`` seconds); the client opens a new connection, which the less busy worker is the
+    likelier to accept. HTTP/1.1 lets a server close a connection after any response, and
+    clients reconnect.
 
     Picklable only while the workers are spawned (``multiprocessing`` shared memory); each
-    worker takes a slot (its pid and count) on its first connection, a slot whose process is
-    gone is taken over."""
+    worker takes a slot (its pid and count) before it serves (:meth:`join`), and a slot whose
+    process is gone is taken over."""
 
     def __init__(self, workers: int, *, margin: int = 2, interval: float = 0.01) -> None:
         if workers < 2:
@@ -203,6 +205,9 @@ class ConnectionBalance:
             raw = list(self._slots.get_obj())
         return {raw[i]: raw[i + 1] for i in range(0, len(raw), 2) if raw[i] and pid_alive(raw[i])}
 
+    def _over(self, mine: int, least: int) -> bool:
+        return mine >= least + max(self.margin, least / 8)
+
     def should_shed(self) -> bool:
         """Whether this worker is to close the connection of the request it is answering."""
         now = time.monotonic()
@@ -211,11 +216,11 @@ class ConnectionBalance:
         raw = self._slots.get_obj()  # a racy read is fine: a hint, checked again below
         mine = raw[self._mine + 1]
         others = [raw[i + 1] for i in range(0, len(raw), 2) if raw[i] and i != self._mine]
-        if not others or mine < min(others) + self.margin:
+        if not others or not self._over(mine, min(others)):
             return False
         counts = self.counts()  # under the lock, and only live workers
         mine = counts.pop(os.getpid(), 0)
-        if not counts or mine < min(counts.values()) + self.margin:
+        if not counts or not self._over(mine, min(counts.values())):
             return False
         self._next_shed = now + self.interval
         return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 
 import pytest
@@ -23,6 +24,9 @@ def _worker(balance: ConnectionBalance, opened: int, pipe: Connection) -> None:
         command = pipe.recv()
         if command == "shed":
             pipe.send(balance.should_shed())
+        elif command == "open":
+            balance.opened()
+            pipe.send(None)
         elif command == "close":
             balance.closed()
             pipe.send(None)
@@ -50,8 +54,11 @@ class Worker:
         self.pipe.close()
 
 
+Start = Callable[[ConnectionBalance, int], "Worker"]
+
+
 @pytest.fixture
-def workers():
+def workers() -> Iterator[Start]:
     started: list[Worker] = []
 
     def start(balance: ConnectionBalance, opened: int) -> Worker:
@@ -71,7 +78,7 @@ def test_one_worker_is_not_balanced() -> None:
         ConnectionBalance(1)
 
 
-def test_the_worker_with_more_connections_closes_one_the_others_do_not(workers) -> None:
+def test_the_worker_with_more_connections_closes_one_the_others_do_not(workers: Start) -> None:
     balance = ConnectionBalance(2, interval=60)
     balance.join()  # this process: a worker with no connection
     loaded = workers(balance, 3)
@@ -81,7 +88,7 @@ def test_the_worker_with_more_connections_closes_one_the_others_do_not(workers) 
     assert balance.should_shed() is False  # the idle worker never sheds
 
 
-def test_within_the_margin_nothing_is_closed(workers) -> None:
+def test_within_the_margin_nothing_is_closed(workers: Start) -> None:
     balance = ConnectionBalance(2, margin=2, interval=0)
     balance.join()
     balance.opened()
@@ -94,7 +101,18 @@ def test_within_the_margin_nothing_is_closed(workers) -> None:
     assert worker.ask("shed") is False
 
 
-def test_a_dead_workers_slot_is_not_a_peer_and_is_taken_over(workers) -> None:
+def test_many_connections_shed_only_past_an_eighth(workers: Start) -> None:
+    balance = ConnectionBalance(2, margin=2, interval=0)
+    balance.join()
+    for _ in range(32):
+        balance.opened()
+    worker = workers(balance, 35)  # 35 against 32: 3 more, under an eighth (4)
+    assert worker.ask("shed") is False
+    worker.ask("open")  # 36 against 32
+    assert worker.ask("shed") is True
+
+
+def test_a_dead_workers_slot_is_not_a_peer_and_is_taken_over(workers: Start) -> None:
     balance = ConnectionBalance(2, interval=0)
     gone = workers(balance, 5)
     assert gone.ask("counts") == {gone.process.pid: 5}
@@ -112,7 +130,7 @@ def test_a_dead_workers_slot_is_not_a_peer_and_is_taken_over(workers) -> None:
     assert balance.should_shed() is True
 
 
-def test_more_processes_than_slots_are_left_unbalanced(workers) -> None:
+def test_more_processes_than_slots_are_left_unbalanced(workers: Start) -> None:
     balance = ConnectionBalance(2, interval=0)
     first, second = workers(balance, 4), workers(balance, 0)
     first.ask("counts"), second.ask("counts")  # both have joined
