@@ -167,37 +167,36 @@ class ConnectionBalance:
         state["_next_shed"] = 0.0
         return state
 
-    def _slot(self) -> int:
-        """This process's slot (called with the lock held)."""
-        if self._mine is not None:
-            return self._mine
-        raw = self._slots.get_obj()
-        pid = os.getpid()
-        free = [
-            i
-            for i in range(0, len(raw), 2)
-            if int(raw[i]) in (0, pid) or not pid_alive(int(raw[i]))
-        ]
-        if not free:  # more processes than slots: this one is not balanced
-            raise RuntimeError("no connection-balance slot left")
-        self._mine = free[0]
-        raw[self._mine], raw[self._mine + 1] = pid, 0
+    def _slot(self) -> int | None:
+        """This process's slot, taken on first use (called with the lock held); None when
+        every slot is held by another live process (this one is then not balanced)."""
+        if self._mine is None:
+            raw = self._slots.get_obj()
+            pid = os.getpid()
+            for i in range(0, len(raw), 2):
+                if raw[i] in (0, pid) or not pid_alive(raw[i]):
+                    raw[i], raw[i + 1] = pid, 0
+                    self._mine = i
+                    break
         return self._mine
 
     def join(self) -> None:
         """Take this process's slot (with no connection yet)."""
-        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
+        with self._slots.get_lock():
             self._slot()
 
+    def _add(self, change: int) -> None:
+        with self._slots.get_lock():
+            slot = self._slot()
+            if slot is not None:
+                raw = self._slots.get_obj()
+                raw[slot + 1] = max(0, raw[slot + 1] + change)
+
     def opened(self) -> None:
-        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
-            self._slots.get_obj()[self._slot() + 1] += 1
+        self._add(1)
 
     def closed(self) -> None:
-        with self._slots.get_lock(), contextlib.suppress(RuntimeError):
-            slot = self._slot() + 1
-            raw = self._slots.get_obj()
-            raw[slot] = max(0, raw[slot] - 1)
+        self._add(-1)
 
     def counts(self) -> dict[int, int]:
         """Open connections by worker pid (live workers only)."""

@@ -31,6 +31,15 @@ TOKEN = "mft_limits_token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
+def children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (every thread's)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+
+
 class Serve:
     """``memframe serve … --port 0`` with extra flags; stderr collected line by line."""
 
@@ -74,8 +83,7 @@ class Serve:
         while todo:
             pid = todo.pop()
             pids.append(pid)
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
+            todo += children(pid)
         fds = sum(len(os.listdir(f"/proc/{pid}/fd")) for pid in pids)
         threads = sum(
             int(Path(f"/proc/{pid}/status").read_text().split("Threads:")[1].split()[0])
@@ -268,13 +276,8 @@ def test_workers_share_the_port_each_with_its_own_pool(serve):
 
 def worker_pids(server: Serve) -> list[int]:
     """The supervisor's worker processes (not multiprocessing's resource tracker)."""
-    children = [
-        int(c)
-        for task in Path(f"/proc/{server.process.pid}/task").iterdir()
-        for c in (task / "children").read_text().split()
-    ]
     workers = []
-    for pid in children:
+    for pid in children(server.process.pid):
         with contextlib.suppress(OSError):
             if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 workers.append(pid)
