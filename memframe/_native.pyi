@@ -8,6 +8,7 @@ __all__ = [
     "CORE_VERSION",
     "HS_SOURCE",
     "HS_VERSION",
+    "SCAN_DETACH_MIN_BYTES",
     "Scanner",
     "__version__",
     "count_tokens",
@@ -25,6 +26,7 @@ CORE_VERSION: str
 BUILD_PROFILE: str
 HS_VERSION: str
 HS_SOURCE: str
+SCAN_DETACH_MIN_BYTES: int
 
 _FindingTuple = tuple[int, int, int, int, int, int]
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import threading
 
-from memframe.server.serving import LineBatchHandler
+import httpx
+
+from memframe.server import open_storage
+from memframe.server.app import API_PATH, TeamMemoryApp
+from memframe.server.serving import LineBatchHandler, RunningServer, ServeConfig
 
 
 class CountingStream(io.StringIO):
@@ -97,3 +102,49 @@ def test_flush_writes_what_waits_and_a_new_loop_is_served() -> None:
 
     asyncio.run(later())
     assert stream.getvalue() == "queued\ndropped flush\nnext loop\n"
+
+
+def test_a_bare_line_joins_the_records_of_its_iteration_in_order() -> None:
+    stream = CountingStream()
+    handler = LineBatchHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logger_with(handler, "memframe.test.bare")
+
+    async def burst() -> None:
+        log.info("record one")
+        handler.line('{"request": 1}')
+        log.info("record two")
+        assert stream.getvalue() == ""
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    asyncio.run(burst())
+    assert stream.getvalue() == 'record one\n{"request": 1}\nrecord two\n'
+    assert stream.writes == 1
+    handler.line("off the loop")  # no loop: written at once
+    assert stream.getvalue().endswith("record two\noff the loop\n")
+    assert stream.writes == 2
+
+
+def test_the_app_hands_each_request_line_to_its_request_log(tmp_path) -> None:
+    lines: list[str] = []
+    storage = open_storage(str(tmp_path / "team.db"))
+    captured = logging.getLogger("memframe.server")
+    seen: list[logging.LogRecord] = []
+    recorder = logging.Handler()
+    recorder.emit = seen.append  # type: ignore[method-assign]
+    captured.addHandler(recorder)
+    level = captured.level
+    captured.setLevel(logging.INFO)
+    try:
+        app = TeamMemoryApp(storage, request_log=lines.append)
+        with RunningServer(app, ServeConfig(port=0)) as server:
+            httpx.get(f"{server.url}{API_PATH}?repo=acme/app", timeout=10)
+            httpx.get(f"{server.url}/healthz", timeout=10)
+    finally:
+        captured.removeHandler(recorder)
+        captured.setLevel(level)
+        storage.close()
+    records = [json.loads(line) for line in lines]
+    assert [(r["path"], r["status"]) for r in records] == [(API_PATH, 401), ("/healthz", 200)]
+    assert not any(r.getMessage().startswith("{") for r in seen)  # not also a log record

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -34,11 +35,11 @@ def add_token(url: str) -> None:
 
 
 class Served:
-    def __init__(self, db: str, tmp_path: Path) -> None:
+    def __init__(self, db: str, tmp_path: Path, *options: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFRAME_")}
         env["HOME"] = str(tmp_path)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "memframe", "serve", "--db", db, "--port", "0"],
+            [sys.executable, "-m", "memframe", "serve", "--db", db, "--port", "0", *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -76,8 +77,8 @@ def served(storage_url, tmp_path):
     add_token(storage_url)
     running: list[Served] = []
 
-    def start() -> Served:
-        server = Served(storage_url, tmp_path)
+    def start(*options: str) -> Served:
+        server = Served(storage_url, tmp_path, *options)
         running.append(server)
         return server
 
@@ -132,6 +133,31 @@ def test_sigterm_finishes_the_request_in_flight(served):
     with client(restarted) as api:
         stored = api.get(f"{API_PATH}?repo={REPO}").json()["content"]["entries"]
     assert stored == {"slow.md": "y" * 100_000}
+
+
+def test_sigterm_cancels_a_body_still_arriving_at_the_deadline_without_an_answer(served):
+    # the body's own timeout (30 s) is far away: the shutdown's deadline cancels the request,
+    # which is neither answered 408 nor stored
+    server = served("--graceful-timeout", "1", "--request-timeout", "30")
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(
+            f"PUT {API_PATH}?repo={REPO} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            "Expect: 100-continue\r\nContent-Type: application/json\r\n"
+            "Content-Length: 100\r\n\r\n".encode()
+        )
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 "), "no 100 Continue"  # reading the body
+        sock.sendall(b'{"entries": {"never.md": "')
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        answer = sock.recv(4096)
+        assert answer == b"", answer  # closed without a response
+        assert server.finish() == 0
+        assert time.monotonic() - started < 5
+    assert not any('"status":408' in line for line in server.lines), server.lines
+    restarted = served()
+    with client(restarted) as api:
+        assert api.get(f"{API_PATH}?repo={REPO}").status_code == 404  # nothing stored
 
 
 def test_sigkill_during_writes_loses_no_acknowledged_write(served):
