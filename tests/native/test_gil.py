@@ -7,27 +7,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from memframe import _backend
-from memframe.errors import BackendError
 from memframe.rules import load_rules
 from memframe.scanner import SecretScanner
+from tests.native import NATIVE
 
-
-def _native() -> Any:
-    try:
-        return _backend.get_engine("native").module
-    except BackendError:
-        return None
-
-
-NATIVE = _native()
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the native extension is not built")
 # dense with near misses of the AWS rule: each one is confirmed and dropped, so the scan is slow
 UNIT = "AKIA0123 aws_secret "
+LIMIT: int = getattr(NATIVE, "SCAN_DETACH_MIN_BYTES", 0)
 
 
 @pytest.fixture
@@ -62,7 +52,7 @@ def ran_during(scan: object, text: str) -> bool:
 
 
 def test_the_threshold_is_exported() -> None:
-    assert NATIVE.SCAN_DETACH_MIN_BYTES == 32 * 1024
+    assert LIMIT == 32 * 1024
 
 
 @pytest.mark.parametrize("method", ["find", "scan"])
@@ -75,7 +65,7 @@ def test_a_large_scan_lets_other_threads_run(long_switch_interval: None, method:
 @pytest.mark.parametrize("method", ["find", "scan"])
 def test_a_small_scan_keeps_the_gil(long_switch_interval: None, method: str) -> None:
     scanner = SecretScanner(load_rules(), engine="native")
-    limit = int(NATIVE.SCAN_DETACH_MIN_BYTES)
+    limit = LIMIT
     text = (UNIT * (limit // len(UNIT) + 1))[: limit - 1]  # the largest size that keeps it
     assert all(not ran_during(getattr(scanner, method), text) for _ in range(20))
 
@@ -84,7 +74,7 @@ def test_many_small_texts_keep_it_and_many_large_ones_release_it(
     long_switch_interval: None,
 ) -> None:
     scanner = SecretScanner(load_rules(), engine="native")
-    limit = int(NATIVE.SCAN_DETACH_MIN_BYTES)
+    limit = LIMIT
     small = [UNIT * (limit // len(UNIT) // 4 - 1)] * 4  # just under the limit in all
     assert all(not ran_during(lambda texts: scanner.find_many(texts), small) for _ in range(10))
     large = [UNIT * (1024 * 1024 // len(UNIT))] * 4

@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
-from memframe import _backend
-from memframe.errors import BackendError
 from memframe.rules import load_rules
 from memframe.scanner import SecretScanner
+from tests.native import NATIVE
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_THREADS = 1024
@@ -25,14 +24,6 @@ THREADS_MESSAGE = re.escape(f"threads must be between 1 and {MAX_THREADS} (or No
 AWS = "AKIAQ7VJ2ZWXK5MRT3LB"
 
 
-def _native() -> ModuleType | None:
-    try:
-        return _backend.get_engine("native").module
-    except BackendError:
-        return None
-
-
-NATIVE = _native()
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the native extension is not built")
 
 
