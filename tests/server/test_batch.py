@@ -5,14 +5,16 @@ once (no deadlock, nothing lost), and ``iter_entries``."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from memframe.server.app import API_PATH, start_server
+from memframe.server.app import API_PATH, Committer, start_server
 from memframe.server.sqlite import SQLiteStorage
 from memframe.server.storage import (
     PutRequest,
@@ -214,3 +216,48 @@ def test_two_postgres_replicas_committing_batches_at_once_neither_deadlock_nor_l
     finally:
         for replica in replicas:
             replica.close()
+
+
+class SlowCommits(SQLiteStorage):
+    """SQLite whose every batch takes ``delay`` seconds longer, as on a slow disk; it records
+    when each batch started and what it held."""
+
+    def __init__(self, path, delay: float) -> None:
+        super().__init__(path)
+        self.delay = delay
+        self.started: list[tuple[float, list[str]]] = []
+
+    def put_batch(self, requests):
+        self.started.append((time.monotonic(), [key for r in requests for key in r.entries]))
+        time.sleep(self.delay)
+        return super().put_batch(requests)
+
+
+def test_the_committer_stops_lingering_once_the_last_awaited_put_arrives(tmp_path):
+    # a commit of 0.8 s bounds the wait for the connections it answered at 0.4 s (half of it);
+    # the wait must end when the last of them sends its PUT, not at the bound
+    storage = SlowCommits(tmp_path / "team.db", delay=0.8)
+    committer = Committer(storage, linger=5.0)
+    committer.start()
+
+    def put(key: str) -> PutRequest:
+        return PutRequest(REPO, {key: key})
+
+    async def scenario() -> float:
+        await committer.submit(put("a1.md"), source="A")  # A is now awaited
+        second = committer.submit(put("c1.md"), source="C")  # not awaited: the linger starts
+        await asyncio.sleep(0.05)
+        sent = time.monotonic()
+        third = committer.submit(put("a2.md"), source="A")  # the last awaited one
+        await asyncio.gather(second, third)
+        return sent
+
+    try:
+        sent = asyncio.run(scenario())
+    finally:
+        committer.stop()
+        storage.close()
+    (_, first), (began, keys) = storage.started
+    assert first == ["a1.md"]
+    assert keys == ["c1.md", "a2.md"]  # one batch: the linger gathered both
+    assert began - sent < 0.1  # at once, not at the 0.4 s bound
