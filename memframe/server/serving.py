@@ -602,11 +602,7 @@ class LineBatchHandler(logging.StreamHandler):  # type: ignore[type-arg]
         except Exception:  # logging's own policy: report, never raise into the caller
             self.handleError(record)
             return
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        self._out.add(line, loop)
+        self.line(line)  # the lock is re-entrant
 
     def line(self, text: str) -> None:
         """Write ``text`` as one line, as a record logged with ``%(message)s`` would be, but
